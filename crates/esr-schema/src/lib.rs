@@ -1,0 +1,1 @@
+//! esr-schema

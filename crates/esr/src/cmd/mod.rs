@@ -1,0 +1,3 @@
+//! One module per subcommand; each owns its clap `Args` and a `run` function.
+
+pub mod crdgen;
