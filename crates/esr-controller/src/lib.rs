@@ -1,1 +1,1 @@
-//! esr-controller
+pub mod pipeline;
