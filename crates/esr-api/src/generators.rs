@@ -1,0 +1,391 @@
+//! generators.external-secrets.io/v1alpha1: the generators esr implements (`Password`, `Fake`,
+//! `VaultDynamicSecret`) and `ClusterGenerator`, whose spec wraps any generator kind.
+
+// kube-derive takes one `printcolumn(...)`/`category = ...` attribute per entry, which clippy
+// mistakes for duplicates.
+#![allow(clippy::duplicated_attributes)]
+
+use crate::opaque::{AnyJson, OpaqueObject};
+use crate::providers::vault::VaultProvider;
+use crate::v1::SecretStoreRetrySettings;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+fn default_password_length() -> i64 {
+    24
+}
+
+/// Desired state of a Password generator.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "Password",
+    plural = "passwords",
+    singular = "password",
+    namespaced,
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    doc = "Password generates a random password each time it is used."
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["allowRepeat", "length", "noUpper"]))]
+pub struct PasswordSpec {
+    /// Length of the password.
+    #[serde(default = "default_password_length")]
+    pub length: i64,
+    /// Number of digits; defaults to 25% of the length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digits: Option<i64>,
+    /// Number of symbols; defaults to 25% of the length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<i64>,
+    /// Characters symbols are drawn from; defaults to ``~!@#$%^&*()_+`-={}|[]\:"<>?,./``.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol_characters: Option<String>,
+    /// Use no upper-case letters.
+    #[serde(default)]
+    pub no_upper: bool,
+    /// Allow a character to appear more than once.
+    #[serde(default)]
+    pub allow_repeat: bool,
+    /// Encoding of the generated value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "raw"))]
+    pub encoding: Option<PasswordEncoding>,
+    /// Keys the password is returned under (the same value for each); defaults to `password`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub secret_keys: Option<Vec<String>>,
+}
+
+impl Default for PasswordSpec {
+    fn default() -> Self {
+        Self {
+            length: default_password_length(),
+            digits: None,
+            symbols: None,
+            symbol_characters: None,
+            no_upper: false,
+            allow_repeat: false,
+            encoding: None,
+            secret_keys: None,
+        }
+    }
+}
+
+/// Encoding of a generated password.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PasswordEncoding {
+    /// Standard base64.
+    Base64,
+    /// URL-safe base64.
+    Base64url,
+    /// Base32.
+    Base32,
+    /// Hexadecimal.
+    Hex,
+    /// The characters as generated.
+    #[default]
+    Raw,
+}
+
+/// Desired state of a Fake generator.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "Fake",
+    plural = "fakes",
+    singular = "fake",
+    namespaced,
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "Fake returns fixed data; meant for tests and demos."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct FakeSpec {
+    /// Controller class that handles this generator; empty means any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// The data returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<BTreeMap<String, String>>,
+}
+
+/// Desired state of a VaultDynamicSecret generator.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "VaultDynamicSecret",
+    plural = "vaultdynamicsecrets",
+    singular = "vaultdynamicsecret",
+    namespaced,
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "VaultDynamicSecret calls a Vault endpoint (for example a database secrets engine role) and returns its response."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultDynamicSecretSpec {
+    /// Controller class that handles this generator; empty means any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// HTTP method of the request; `GET` when empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// JSON body sent with the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<AnyJson>,
+    /// Which part of the response is returned: `Data` (the `data` field), `Auth` (the `auth` field)
+    /// or `Raw` (the whole response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Data"))]
+    pub result_type: Option<VaultDynamicSecretResultType>,
+    /// Retries of the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_settings: Option<SecretStoreRetrySettings>,
+    /// Connection and login settings of the Vault server.
+    pub provider: VaultProvider,
+    /// Path of the Vault endpoint, for example `database/creds/my-role`.
+    pub path: String,
+    /// Accept an empty response instead of failing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
+    pub allow_empty_response: Option<bool>,
+    /// Query parameters sent with GET requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub get_parameters: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// Which part of a Vault response a VaultDynamicSecret returns.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum VaultDynamicSecretResultType {
+    /// The response's `data`.
+    #[default]
+    Data,
+    /// The response's `auth`.
+    Auth,
+    /// The whole response.
+    Raw,
+}
+
+/// Desired state of a ClusterGenerator.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "ClusterGenerator",
+    plural = "clustergenerators",
+    singular = "clustergenerator",
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    doc = "ClusterGenerator is a cluster-scoped generator usable from any namespace; it wraps the spec of one generator kind."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterGeneratorSpec {
+    /// Kind of the wrapped generator.
+    pub kind: GeneratorKind,
+    /// The wrapped generator spec.
+    pub generator: GeneratorSpec,
+}
+
+/// Generator kinds ESO defines (the `kind` of a ClusterGenerator).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum GeneratorKind {
+    /// The `ACRAccessToken` generator.
+    #[serde(rename = "ACRAccessToken")]
+    AcrAccessToken,
+    /// The `BeyondtrustWorkloadCredentialsDynamicSecret` generator.
+    BeyondtrustWorkloadCredentialsDynamicSecret,
+    /// The `CloudsmithAccessToken` generator.
+    CloudsmithAccessToken,
+    /// The `ECRAuthorizationToken` generator.
+    #[serde(rename = "ECRAuthorizationToken")]
+    EcrAuthorizationToken,
+    /// The `Fake` generator.
+    Fake,
+    /// The `GCRAccessToken` generator.
+    #[serde(rename = "GCRAccessToken")]
+    GcrAccessToken,
+    /// The `GithubAccessToken` generator.
+    GithubAccessToken,
+    /// The `GitlabDeployToken` generator.
+    GitlabDeployToken,
+    /// The `QuayAccessToken` generator.
+    QuayAccessToken,
+    /// The `Password` generator.
+    Password,
+    /// The `SSHKey` generator.
+    #[serde(rename = "SSHKey")]
+    SshKey,
+    /// The `STSSessionToken` generator.
+    #[serde(rename = "STSSessionToken")]
+    StsSessionToken,
+    /// The `UUID` generator.
+    #[serde(rename = "UUID")]
+    Uuid,
+    /// The `VaultDynamicSecret` generator.
+    VaultDynamicSecret,
+    /// The `Webhook` generator.
+    Webhook,
+    /// The `Grafana` generator.
+    Grafana,
+    /// The `MFA` generator.
+    #[serde(rename = "MFA")]
+    Mfa,
+}
+
+impl GeneratorKind {
+    /// The kind's name as written in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AcrAccessToken => "ACRAccessToken",
+            Self::BeyondtrustWorkloadCredentialsDynamicSecret => {
+                "BeyondtrustWorkloadCredentialsDynamicSecret"
+            }
+            Self::CloudsmithAccessToken => "CloudsmithAccessToken",
+            Self::EcrAuthorizationToken => "ECRAuthorizationToken",
+            Self::Fake => "Fake",
+            Self::GcrAccessToken => "GCRAccessToken",
+            Self::GithubAccessToken => "GithubAccessToken",
+            Self::GitlabDeployToken => "GitlabDeployToken",
+            Self::QuayAccessToken => "QuayAccessToken",
+            Self::Password => "Password",
+            Self::SshKey => "SSHKey",
+            Self::StsSessionToken => "STSSessionToken",
+            Self::Uuid => "UUID",
+            Self::VaultDynamicSecret => "VaultDynamicSecret",
+            Self::Webhook => "Webhook",
+            Self::Grafana => "Grafana",
+            Self::Mfa => "MFA",
+        }
+    }
+}
+
+/// The wrapped generator spec of a ClusterGenerator (exactly one key). The kinds esr implements are
+/// typed; the others are kept verbatim so the controller can report them as unsupported.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("maxProperties" = 1, "minProperties" = 1))]
+pub struct GeneratorSpec {
+    /// Spec of a `acrAccessToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "acrAccessTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub acr_access_token_spec: Option<OpaqueObject>,
+    /// Spec of a `beyondtrustWorkloadCredentialsDynamicSecret` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "beyondtrustWorkloadCredentialsDynamicSecretSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub beyondtrust_workload_credentials_dynamic_secret_spec: Option<OpaqueObject>,
+    /// Spec of a `cloudsmithAccessToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "cloudsmithAccessTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cloudsmith_access_token_spec: Option<OpaqueObject>,
+    /// Spec of a `ecrAuthorizationToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "ecrAuthorizationTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ecr_authorization_token_spec: Option<OpaqueObject>,
+    /// Spec of a `fake` generator.
+    #[serde(default, rename = "fakeSpec", skip_serializing_if = "Option::is_none")]
+    pub fake_spec: Option<FakeSpec>,
+    /// Spec of a `gcrAccessToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "gcrAccessTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gcr_access_token_spec: Option<OpaqueObject>,
+    /// Spec of a `githubAccessToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "githubAccessTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub github_access_token_spec: Option<OpaqueObject>,
+    /// Spec of a `gitlabDeployToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "gitlabDeployTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gitlab_deploy_token_spec: Option<OpaqueObject>,
+    /// Spec of a `grafana` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "grafanaSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub grafana_spec: Option<OpaqueObject>,
+    /// Spec of a `mfa` generator, kept verbatim (esr does not implement it).
+    #[serde(default, rename = "mfaSpec", skip_serializing_if = "Option::is_none")]
+    pub mfa_spec: Option<OpaqueObject>,
+    /// Spec of a `password` generator.
+    #[serde(
+        default,
+        rename = "passwordSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub password_spec: Option<PasswordSpec>,
+    /// Spec of a `quayAccessToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "quayAccessTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub quay_access_token_spec: Option<OpaqueObject>,
+    /// Spec of a `sshKey` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "sshKeySpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ssh_key_spec: Option<OpaqueObject>,
+    /// Spec of a `stsSessionToken` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "stsSessionTokenSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sts_session_token_spec: Option<OpaqueObject>,
+    /// Spec of a `uuid` generator, kept verbatim (esr does not implement it).
+    #[serde(default, rename = "uuidSpec", skip_serializing_if = "Option::is_none")]
+    pub uuid_spec: Option<OpaqueObject>,
+    /// Spec of a `vaultDynamicSecret` generator.
+    #[serde(
+        default,
+        rename = "vaultDynamicSecretSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vault_dynamic_secret_spec: Option<VaultDynamicSecretSpec>,
+    /// Spec of a `webhook` generator, kept verbatim (esr does not implement it).
+    #[serde(
+        default,
+        rename = "webhookSpec",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub webhook_spec: Option<OpaqueObject>,
+}
