@@ -27,7 +27,9 @@
 //! reading an `Option` must apply the same default when it is `None`.
 
 pub mod consts;
+pub mod duration;
 pub mod generators;
+pub mod hash;
 pub mod opaque;
 pub mod providers;
 pub mod v1;
