@@ -16,37 +16,62 @@ const MAX_DEPTH: usize = 64;
 /// `fmt.Sprint`: operands printed with `%v`, a space between two operands when
 /// neither is a string.
 pub fn sprint(args: &[Value]) -> String {
+    sprint_p(args).into_string()
+}
+
+/// [`sprint`] returning the exact bytes (Go strings may hold any bytes).
+pub fn sprint_bytes(args: &[Value]) -> Vec<u8> {
+    sprint_p(args).buf
+}
+
+fn sprint_p(args: &[Value]) -> Printer {
     let mut p = Printer::new();
     let mut prev_string = false;
     for (i, a) in args.iter().enumerate() {
-        let is_string = matches!(a, Value::String(_));
+        let is_string = matches!(a, Value::String(_) | Value::BinaryString(_));
         if i > 0 && !is_string && !prev_string {
-            p.buf.push(' ');
+            p.push(' ');
         }
         p.flags = Flags::default();
         p.print_arg(a, 'v', 0);
         prev_string = is_string;
     }
-    p.buf
+    p
 }
 
 /// `fmt.Sprintln`: operands printed with `%v`, always space-separated, newline at
 /// the end.
 pub fn sprintln(args: &[Value]) -> String {
+    sprintln_p(args).into_string()
+}
+
+/// [`sprintln`] returning the exact bytes.
+pub fn sprintln_bytes(args: &[Value]) -> Vec<u8> {
+    sprintln_p(args).buf
+}
+
+fn sprintln_p(args: &[Value]) -> Printer {
     let mut p = Printer::new();
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
-            p.buf.push(' ');
+            p.push(' ');
         }
         p.flags = Flags::default();
         p.print_arg(a, 'v', 0);
     }
-    p.buf.push('\n');
-    p.buf
+    p.push('\n');
+    p
 }
 
 /// `fmt.Sprint(v)` of a single value (`%v`); nil prints `<nil>`.
 pub fn format_v(v: &Value) -> String {
+    let mut p = Printer::new();
+    p.print_arg(v, 'v', 0);
+    p.into_string()
+}
+
+/// [`format_v`] returning the exact bytes.
+pub fn format_v_bytes(v: &Value) -> Vec<u8> {
     let mut p = Printer::new();
     p.print_arg(v, 'v', 0);
     p.buf
@@ -54,6 +79,13 @@ pub fn format_v(v: &Value) -> String {
 
 /// `fmt.Sprintf`.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
+    let mut p = Printer::new();
+    p.do_printf(format, args);
+    p.into_string()
+}
+
+/// [`sprintf`] returning the exact bytes.
+pub fn sprintf_bytes(format: &str, args: &[Value]) -> Vec<u8> {
     let mut p = Printer::new();
     p.do_printf(format, args);
     p.buf
@@ -73,7 +105,7 @@ struct Flags {
 }
 
 struct Printer {
-    buf: String,
+    buf: Vec<u8>,
     flags: Flags,
     erroring: bool,
 }
@@ -85,9 +117,25 @@ const TOO_LARGE: usize = 1_000_000;
 impl Printer {
     fn new() -> Self {
         Printer {
-            buf: String::new(),
+            buf: Vec::new(),
             flags: Flags::default(),
             erroring: false,
+        }
+    }
+
+    fn push(&mut self, c: char) {
+        let mut b = [0u8; 4];
+        self.buf.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+    }
+
+    fn push_str(&mut self, s: &str) {
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    fn into_string(self) -> String {
+        match String::from_utf8(self.buf) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
         }
     }
 
@@ -100,22 +148,22 @@ impl Printer {
             ' '
         };
         for _ in 0..n {
-            self.buf.push(c);
+            self.push(c);
         }
     }
 
     fn pad(&mut self, s: &str) {
         let Some(wid) = self.flags.wid.filter(|w| *w > 0) else {
-            self.buf.push_str(s);
+            self.push_str(s);
             return;
         };
         let n = s.chars().count();
         let width = wid.saturating_sub(n);
         if !self.flags.minus {
             self.write_padding(width);
-            self.buf.push_str(s);
+            self.push_str(s);
         } else {
-            self.buf.push_str(s);
+            self.push_str(s);
             self.write_padding(width);
         }
     }
@@ -142,7 +190,7 @@ impl Printer {
                 i += 1;
             }
             if i > lasti {
-                self.buf.push_str(&format[lasti..i]);
+                self.push_str(&format[lasti..i]);
             }
             if i >= end {
                 break;
@@ -197,7 +245,7 @@ impl Printer {
                 let (w, present, na) = int_from_arg(args, arg_num);
                 arg_num = na;
                 if !present {
-                    self.buf.push_str("%!(BADWIDTH)");
+                    self.push_str("%!(BADWIDTH)");
                     self.flags.wid = None;
                 } else if w < 0 {
                     self.flags.wid = Some(w.unsigned_abs() as usize);
@@ -241,7 +289,7 @@ impl Printer {
                         self.flags.prec = Some(p as usize);
                     }
                     if !present {
-                        self.buf.push_str("%!(BADPREC)");
+                        self.push_str("%!(BADPREC)");
                         self.flags.prec = None;
                     }
                     after_index = false;
@@ -265,21 +313,21 @@ impl Printer {
             }
             let _ = after_index;
             if i >= end {
-                self.buf.push_str("%!(NOVERB)");
+                self.push_str("%!(NOVERB)");
                 break;
             }
             let verb = format[i..].chars().next().unwrap_or('?');
             i += verb.len_utf8();
             if verb == '%' {
-                self.buf.push('%');
+                self.push('%');
             } else if !good_arg_num {
-                self.buf.push_str("%!");
-                self.buf.push(verb);
-                self.buf.push_str("(BADINDEX)");
+                self.push_str("%!");
+                self.push(verb);
+                self.push_str("(BADINDEX)");
             } else if arg_num >= args.len() {
-                self.buf.push_str("%!");
-                self.buf.push(verb);
-                self.buf.push_str("(MISSING)");
+                self.push_str("%!");
+                self.push(verb);
+                self.push_str("(MISSING)");
             } else {
                 let mut verb = verb;
                 if verb == 'w' {
@@ -297,20 +345,20 @@ impl Printer {
         }
         if !reordered && arg_num < args.len() {
             self.flags = Flags::default();
-            self.buf.push_str("%!(EXTRA ");
+            self.push_str("%!(EXTRA ");
             for (k, a) in args[arg_num..].iter().enumerate() {
                 if k > 0 {
-                    self.buf.push_str(", ");
+                    self.push_str(", ");
                 }
                 if a.is_nil() {
-                    self.buf.push_str("<nil>");
+                    self.push_str("<nil>");
                 } else {
-                    self.buf.push_str(&a.type_name());
-                    self.buf.push('=');
+                    self.push_str(&a.type_name());
+                    self.push('=');
                     self.print_arg(a, 'v', 0);
                 }
             }
-            self.buf.push(')');
+            self.push(')');
         }
     }
 
@@ -318,23 +366,23 @@ impl Printer {
 
     fn bad_verb(&mut self, v: &Value, verb: char, depth: usize) {
         self.erroring = true;
-        self.buf.push_str("%!");
-        self.buf.push(verb);
-        self.buf.push('(');
+        self.push_str("%!");
+        self.push(verb);
+        self.push('(');
         if v.is_nil() {
-            self.buf.push_str("<nil>");
+            self.push_str("<nil>");
         } else {
-            self.buf.push_str(&v.type_name());
-            self.buf.push('=');
+            self.push_str(&v.type_name());
+            self.push('=');
             self.print_arg(v, 'v', depth);
         }
-        self.buf.push(')');
+        self.push(')');
         self.erroring = false;
     }
 
     fn print_arg(&mut self, v: &Value, verb: char, depth: usize) {
         if depth > MAX_DEPTH {
-            self.buf.push_str("...");
+            self.push_str("...");
             return;
         }
         if v.is_nil() {
@@ -393,6 +441,7 @@ impl Printer {
             Value::Float64(f) => self.fmt_float_verb(*f, 64, verb, v, depth),
             Value::Complex128(re, im) => self.fmt_complex(*re, *im, verb, v, depth),
             Value::String(s) => self.fmt_string(s, verb, v, depth),
+            Value::BinaryString(b) => self.fmt_string_bytes(b, verb, v, depth),
             Value::Bytes(b) => self.fmt_bytes(b, verb, v, depth),
             Value::List(items) => self.fmt_list(items, verb, depth),
             Value::Slice(s) => {
@@ -409,29 +458,29 @@ impl Printer {
             }
             Value::Map(m) => {
                 let entries = m.entries();
-                self.buf.push_str("map[");
+                self.push_str("map[");
                 for (k, (key, val)) in entries.iter().enumerate() {
                     if k > 0 {
-                        self.buf.push(' ');
+                        self.push(' ');
                     }
                     let kv = Value::String(key.clone());
                     self.print_arg(&kv, verb, depth + 1);
-                    self.buf.push(':');
+                    self.push(':');
                     self.print_arg(val, verb, depth + 1);
                 }
-                self.buf.push(']');
+                self.push(']');
             }
             Value::StringMap(m) => {
-                self.buf.push_str("map[");
+                self.push_str("map[");
                 for (k, (key, val)) in m.iter().enumerate() {
                     if k > 0 {
-                        self.buf.push(' ');
+                        self.push(' ');
                     }
                     self.fmt_string(key, verb, &Value::Nil, depth + 1);
-                    self.buf.push(':');
+                    self.push(':');
                     self.fmt_string(val, verb, &Value::Nil, depth + 1);
                 }
-                self.buf.push(']');
+                self.push(']');
             }
             Value::Object(o) => match verb {
                 'v' | 's' | 'x' | 'X' | 'q' => {
@@ -452,34 +501,38 @@ impl Printer {
     }
 
     fn fmt_list(&mut self, items: &[Value], verb: char, depth: usize) {
-        self.buf.push('[');
+        self.push('[');
         for (k, it) in items.iter().enumerate() {
             if k > 0 {
-                self.buf.push(' ');
+                self.push(' ');
             }
             self.print_arg(it, verb, depth + 1);
         }
-        self.buf.push(']');
+        self.push(']');
     }
 
     fn fmt_string(&mut self, s: &str, verb: char, v: &Value, depth: usize) {
+        self.fmt_string_bytes(s.as_bytes(), verb, v, depth)
+    }
+
+    fn fmt_string_bytes(&mut self, s: &[u8], verb: char, v: &Value, depth: usize) {
         match verb {
             'v' => {
                 if self.flags.sharp_v {
-                    let q = quote_with(s, '"', false);
+                    let q = quote_bytes_with(s, false);
                     self.pad(&q);
                 } else {
                     self.fmt_s(s)
                 }
             }
             's' => self.fmt_s(s),
-            'x' => self.fmt_sx(s.as_bytes(), LDIGITS),
-            'X' => self.fmt_sx(s.as_bytes(), UDIGITS),
+            'x' => self.fmt_sx(s, LDIGITS),
+            'X' => self.fmt_sx(s, UDIGITS),
             'q' => self.fmt_q(s),
             _ => {
                 if v.is_nil() {
                     // map[string]string elements: type is string
-                    self.bad_verb(&Value::String(s.to_string()), verb, depth)
+                    self.bad_verb(&Value::from_go_bytes(s.to_vec()), verb, depth)
                 } else {
                     self.bad_verb(v, verb, depth)
                 }
@@ -489,52 +542,67 @@ impl Printer {
 
     fn fmt_bytes(&mut self, b: &[u8], verb: char, v: &Value, depth: usize) {
         match verb {
-            'v' | 'd' => {
-                self.buf.push('[');
-                for (k, c) in b.iter().enumerate() {
-                    if k > 0 {
-                        self.buf.push(' ');
-                    }
-                    self.fmt_integer(u64::from(*c), false, verb, &Value::Uint8(*c), depth + 1);
-                }
-                self.buf.push(']');
-            }
-            's' => {
-                let s = String::from_utf8_lossy(b).into_owned();
-                self.fmt_s(&s)
-            }
+            's' => self.fmt_s(b),
             'x' => self.fmt_sx(b, LDIGITS),
             'X' => self.fmt_sx(b, UDIGITS),
-            'q' => {
-                let s = String::from_utf8_lossy(b).into_owned();
-                self.fmt_q(&s)
-            }
+            'q' => self.fmt_q(b),
             _ => {
-                self.buf.push('[');
+                self.push('[');
                 for (k, c) in b.iter().enumerate() {
                     if k > 0 {
-                        self.buf.push(' ');
+                        self.push(' ');
                     }
                     self.fmt_integer(u64::from(*c), false, verb, &Value::Uint8(*c), depth + 1);
                 }
-                self.buf.push(']');
+                self.push(']');
                 let _ = v;
             }
         }
     }
 
-    fn truncate<'a>(&self, s: &'a str) -> &'a str {
-        if let Some(p) = self.flags.prec
-            && let Some((idx, _)) = s.char_indices().nth(p)
-        {
-            return &s[..idx];
+    fn truncate<'a>(&self, s: &'a [u8]) -> &'a [u8] {
+        if let Some(p) = self.flags.prec {
+            let mut n = 0usize;
+            let mut idx = 0usize;
+            for chunk in s.utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    if n == p {
+                        return &s[..idx];
+                    }
+                    n += 1;
+                    idx += c.len_utf8();
+                }
+                for _ in chunk.invalid() {
+                    if n == p {
+                        return &s[..idx];
+                    }
+                    n += 1;
+                    idx += 1;
+                }
+            }
         }
         s
     }
 
-    fn fmt_s(&mut self, s: &str) {
-        let t = self.truncate(s).to_string();
-        self.pad(&t);
+    fn pad_bytes(&mut self, s: &[u8]) {
+        let Some(wid) = self.flags.wid.filter(|w| *w > 0) else {
+            self.buf.extend_from_slice(s);
+            return;
+        };
+        let n = rune_count(s);
+        let width = wid.saturating_sub(n);
+        if !self.flags.minus {
+            self.write_padding(width);
+            self.buf.extend_from_slice(s);
+        } else {
+            self.buf.extend_from_slice(s);
+            self.write_padding(width);
+        }
+    }
+
+    fn fmt_s(&mut self, s: &[u8]) {
+        let t = self.truncate(s);
+        self.pad_bytes(t);
     }
 
     fn fmt_sx(&mut self, b: &[u8], digits: &[u8]) {
@@ -580,20 +648,23 @@ impl Printer {
             out.push(digits[(c >> 4) as usize] as char);
             out.push(digits[(c & 0xF) as usize] as char);
         }
-        self.buf.push_str(&out);
+        self.push_str(&out);
         if wid > width && self.flags.minus {
             self.write_padding(wid - width);
         }
     }
 
-    fn fmt_q(&mut self, s: &str) {
-        let s = self.truncate(s).to_string();
-        if self.flags.sharp && can_backquote(&s) {
-            let q = format!("`{s}`");
+    fn fmt_q(&mut self, s: &[u8]) {
+        let s = self.truncate(s);
+        if self.flags.sharp
+            && let Ok(text) = std::str::from_utf8(s)
+            && can_backquote(text)
+        {
+            let q = format!("`{text}`");
             self.pad(&q);
             return;
         }
-        let q = quote_with(&s, '"', self.flags.plus);
+        let q = quote_bytes_with(s, self.flags.plus);
         self.pad(&q);
     }
 
@@ -731,7 +802,7 @@ impl Printer {
         match verb {
             'v' | 'b' | 'g' | 'G' | 'x' | 'X' | 'f' | 'F' | 'e' | 'E' => {
                 let old_plus = self.flags.plus;
-                self.buf.push('(');
+                self.push('(');
                 let (vb, prec) = match verb {
                     'v' => ('g', -1),
                     'f' | 'e' | 'E' => (verb, 6),
@@ -741,7 +812,7 @@ impl Printer {
                 self.fmt_float(re, 64, vb, prec);
                 self.flags.plus = true;
                 self.fmt_float(im, 64, vb, prec);
-                self.buf.push_str("i)");
+                self.push_str("i)");
                 self.flags.plus = old_plus;
             }
             _ => self.bad_verb(v, verb, depth),
@@ -827,9 +898,9 @@ impl Printer {
         if self.flags.plus || num[0] != b'+' {
             let wid = self.flags.wid.unwrap_or(0);
             if self.flags.zero && !self.flags.minus && self.flags.wid.is_some() && wid > num.len() {
-                self.buf.push(num[0] as char);
+                self.push(num[0] as char);
                 self.write_padding(wid - num.len());
-                self.buf.push_str(&s[1..]);
+                self.push_str(&s[1..]);
                 return;
             }
             self.pad(&s);
@@ -1182,11 +1253,16 @@ pub fn quote(s: &str) -> String {
 
 /// Go's `strconv.Quote` for arbitrary bytes: invalid UTF-8 bytes become `\xNN`.
 pub fn quote_bytes(b: &[u8]) -> String {
+    quote_bytes_with(b, false)
+}
+
+/// Go's `strconv.Quote` (or `QuoteToASCII` with `ascii_only`) for arbitrary bytes.
+pub fn quote_bytes_with(b: &[u8], ascii_only: bool) -> String {
     let mut out = String::with_capacity(b.len() + 2);
     out.push('"');
     for chunk in b.utf8_chunks() {
         for r in chunk.valid().chars() {
-            append_escaped_rune(&mut out, r, '"', false);
+            append_escaped_rune(&mut out, r, '"', ascii_only);
         }
         for x in chunk.invalid() {
             out.push_str(&format!("\\x{x:02x}"));
@@ -1194,6 +1270,13 @@ pub fn quote_bytes(b: &[u8]) -> String {
     }
     out.push('"');
     out
+}
+
+/// Number of runes Go counts in a byte string (each invalid byte counts as one).
+pub fn rune_count(b: &[u8]) -> usize {
+    b.utf8_chunks()
+        .map(|c| c.valid().chars().count() + c.invalid().len())
+        .sum()
 }
 
 fn quote_rune(c: char, ascii_only: bool) -> String {

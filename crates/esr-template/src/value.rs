@@ -18,7 +18,7 @@
 //! | `uint` … `uint64`, `uint8` (= `byte`) | [`Value::Uint`] … [`Value::Uint64`] |
 //! | `float32`, `float64`         | [`Value::Float32`], [`Value::Float64`]    |
 //! | `complex128`                 | [`Value::Complex128`]                     |
-//! | `string`                     | [`Value::String`]                         |
+//! | `string`                     | [`Value::String`]; [`Value::BinaryString`] when the bytes are not valid UTF-8 |
 //! | `[]byte`                     | [`Value::Bytes`]                          |
 //! | `[]interface {}`             | [`Value::List`]                           |
 //! | `[]string`, `[]int`, …       | [`Value::Slice`] (element type + items)   |
@@ -460,6 +460,12 @@ pub enum Value {
     /// `complex128` (real, imaginary).
     Complex128(f64, f64),
     String(String),
+    /// A Go `string` whose bytes are not valid UTF-8 (binary secret values,
+    /// `b64dec` of binary data). Same Go type as [`Value::String`] (`string`): it is
+    /// accepted by `string` parameters, prints its raw bytes, and compares equal to
+    /// a `String` with the same bytes. Build Go strings from bytes with
+    /// [`Value::from_go_bytes`]; read the bytes of either with [`Value::go_str_bytes`].
+    BinaryString(Rc<Vec<u8>>),
     /// `[]byte`.
     Bytes(Rc<Vec<u8>>),
     /// `[]interface {}`.
@@ -551,7 +557,7 @@ impl Value {
             Value::Float32(_) => GoType::Float32,
             Value::Float64(_) => GoType::Float64,
             Value::Complex128(..) => GoType::Complex128,
-            Value::String(_) => GoType::String,
+            Value::String(_) | Value::BinaryString(_) => GoType::String,
             Value::Bytes(_) => GoType::Bytes,
             Value::List(_) => GoType::Slice(Box::new(GoType::Interface)),
             Value::Slice(s) => GoType::Slice(Box::new(s.elem.clone())),
@@ -610,6 +616,7 @@ impl Value {
             Value::Float64(f) => *f != 0.0,
             Value::Complex128(r, i) => *r != 0.0 || *i != 0.0,
             Value::String(s) => !s.is_empty(),
+            Value::BinaryString(b) => !b.is_empty(),
             Value::Bytes(b) => !b.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Slice(s) => !s.items.is_empty(),
@@ -620,7 +627,25 @@ impl Value {
         }
     }
 
-    /// The string, if this is a Go `string`.
+    /// A Go `string` from arbitrary bytes: [`Value::String`] when valid UTF-8,
+    /// [`Value::BinaryString`] otherwise.
+    pub fn from_go_bytes(b: Vec<u8>) -> Value {
+        match String::from_utf8(b) {
+            Ok(s) => Value::String(s),
+            Err(e) => Value::BinaryString(Rc::new(e.into_bytes())),
+        }
+    }
+
+    /// The bytes of a Go `string` ([`Value::String`] or [`Value::BinaryString`]).
+    pub fn go_str_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::String(s) => Some(s.as_bytes()),
+            Value::BinaryString(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is a Go `string` holding valid UTF-8.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
@@ -687,6 +712,7 @@ impl Value {
     pub fn len(&self) -> Option<usize> {
         match self {
             Value::String(s) => Some(s.len()),
+            Value::BinaryString(b) => Some(b.len()),
             Value::Bytes(b) => Some(b.len()),
             Value::List(l) => Some(l.len()),
             Value::Slice(s) => Some(s.items.len()),
@@ -732,6 +758,10 @@ impl Value {
             (Value::Float64(a), Value::Float64(b)) => a == b,
             (Value::Complex128(a, b), Value::Complex128(c, d)) => a == c && b == d,
             (Value::String(a), Value::String(b)) => a == b,
+            (
+                Value::String(_) | Value::BinaryString(_),
+                Value::String(_) | Value::BinaryString(_),
+            ) => self.go_str_bytes() == other.go_str_bytes(),
             (Value::Bytes(a), Value::Bytes(b)) => a == b,
             (Value::List(a), Value::List(b)) => {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.deep_equal(y))
