@@ -1,1 +1,166 @@
-//! esr-schema
+//! Kubernetes structural OpenAPI v3 schema semantics for CRDs, over `serde_json::Value`,
+//! as the kube-apiserver (apiextensions-apiserver + kube-openapi) implements them.
+//!
+//! # Public API (stable: `esr validate` and the esr-testkit API server call it)
+//!
+//! - [`Schema::new`]: read a CRD version's `schema.openAPIV3Schema`.
+//! - [`Schema::from_crd`]: the same, picked from a whole CRD object by version name.
+//! - [`Schema::prune`]: drop unknown fields; returns their paths (`spec.x`, `spec.data[0].y`),
+//!   sorted. This is what `fieldValidation=Strict` reports as
+//!   `strict decoding error: unknown field "spec.x"` (see [`strict_decoding_message`]).
+//! - [`Schema::apply_defaults`]: drop `null`s of non-nullable fields without default, then apply
+//!   defaults.
+//! - [`Schema::validate`]: schema validation, list-set/map uniqueness and embedded-resource checks;
+//!   returns [`FieldError`]s whose `Display` is the apiserver's text.
+//! - [`check_structural`] / [`check_structural_at`]: the offline checks the apiserver makes on a CRD
+//!   schema when the CRD is created.
+//!
+//! The apiserver's order for a create or update is: prune, apply defaults, validate. A full
+//! emulation is:
+//!
+//! ```
+//! # use esr_schema::Schema;
+//! # let schema = Schema::new(&serde_json::json!({"type": "object"})).unwrap();
+//! # let mut obj = serde_json::json!({"apiVersion": "g/v1", "kind": "K"});
+//! let unknown = schema.prune(&mut obj);
+//! schema.apply_defaults(&mut obj);
+//! let errors = schema.validate(&obj);
+//! # assert!(unknown.is_empty() && errors.is_empty());
+//! ```
+//!
+//! # Fidelity
+//!
+//! Error texts follow `k8s.io/apimachinery/pkg/util/validation/field` and kube-openapi's
+//! messages, e.g. `spec.target.creationPolicy: Unsupported value: "Foo": supported values:
+//! "Owner", "Orphan"`, `spec.secretStoreRef.name: Required value`,
+//! `spec.refreshInterval: Invalid value: "integer": spec.refreshInterval in body must be of type
+//! string: "integer"`. The apiserver iterates Go maps, so the order of several errors differs
+//! between its runs; here it is deterministic (schema property order).
+//!
+//! Known differences from a real apiserver:
+//! - `x-kubernetes-validations` (CEL) rules are **not evaluated**; only their static shape is
+//!   checked by [`check_structural`]. Objects that violate a CEL rule pass [`Schema::validate`].
+//! - `pattern` uses the `regex` crate with Go's ASCII `\d`, `\w`, `\s`, `\b` semantics. Go-only
+//!   syntax (`\Q...\E`, a literal `{` outside a repetition) fails to compile here and is reported
+//!   as an invalid pattern; the error text after "pattern is invalid:" is the `regex` crate's.
+//! - Formats `email` and `uri` approximate Go's `net/mail` and `net/url` parsers.
+//! - Root `metadata` (ObjectMeta) is neither pruned nor validated: the apiserver handles it
+//!   itself. Embedded resources get their unknown `metadata` fields dropped and `apiVersion`/`kind`
+//!   required, but their names are not validated.
+//! - The CRD-level rule that restricts root keywords when the status subresource is enabled is not
+//!   checked (it needs the CRD, not the schema).
+
+mod error;
+mod formats;
+pub mod gofmt;
+mod listtype;
+mod mutate;
+mod node;
+mod structural;
+mod validate;
+
+use serde_json::Value;
+
+pub use error::{FieldError, FieldErrorKind, SchemaError};
+pub use formats::{compile_go_regex, go_parse_duration};
+
+use node::Node;
+
+/// A parsed CRD schema (one version's `openAPIV3Schema`).
+#[derive(Debug, Clone)]
+pub struct Schema {
+    root: Node,
+}
+
+impl Schema {
+    /// Reads a CRD version's `schema.openAPIV3Schema`.
+    pub fn new(open_api_v3_schema: &Value) -> Result<Schema, SchemaError> {
+        Ok(Schema {
+            root: Node::parse(open_api_v3_schema, "openAPIV3Schema")?,
+        })
+    }
+
+    /// Reads the schema of version `version` from a whole `CustomResourceDefinition` object.
+    /// `Ok(None)` if the CRD has no such version or the version has no schema.
+    pub fn from_crd(crd: &Value, version: &str) -> Result<Option<Schema>, SchemaError> {
+        let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+        let Some(v) = versions.and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("name").and_then(Value::as_str) == Some(version))
+        }) else {
+            return Ok(None);
+        };
+        match v.pointer("/schema/openAPIV3Schema") {
+            Some(s) => Schema::new(s).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Validates an object (after pruning and defaulting) as the apiserver does on create and
+    /// update: schema validation, `x-kubernetes-list-type` set/map uniqueness and embedded
+    /// resources. CEL rules are not evaluated.
+    pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let r = validate::validate_node(&self.root, obj, "");
+        let mut errs = validate::to_field_errors(r.errs, None);
+        listtype::validate_embedded("", &self.root, obj, &mut errs, true);
+        if let Value::Object(m) = obj {
+            listtype::validate_object("", &self.root, m, &mut errs);
+        }
+        errs
+    }
+
+    /// Applies schema defaults where fields are absent (recursively, into array items and
+    /// additionalProperties; an object's default is applied before its children's defaults).
+    /// First drops `null`s of non-nullable fields that have no default; a `null` of a
+    /// non-nullable field with a default is replaced by the default.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        mutate::prune_nulls(obj, Some(&self.root));
+        mutate::default(obj, Some(&self.root));
+    }
+
+    /// Removes fields the schema does not specify, honouring `x-kubernetes-preserve-unknown-fields`
+    /// and embedded resources, and returns the sorted paths of what was removed (e.g. `spec.x`,
+    /// `spec.data[0].y`). `apiVersion`, `kind` and `metadata` at the root are left alone.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        mutate::prune_root(obj, &self.root, true)
+    }
+
+    /// `prune`, `apply_defaults` and `validate` in the apiserver's order. Returns the unknown
+    /// field paths and the validation errors.
+    pub fn admit(&self, obj: &mut Value) -> (Vec<String>, Vec<FieldError>) {
+        let unknown = self.prune(obj);
+        self.apply_defaults(obj);
+        let errs = self.validate(obj);
+        (unknown, errs)
+    }
+}
+
+/// The apiserver's 400 message for unknown fields under `fieldValidation=Strict`:
+/// `strict decoding error: unknown field "spec.x", unknown field "spec.y"`.
+pub fn strict_decoding_message(unknown_fields: &[String]) -> String {
+    let parts: Vec<String> = unknown_fields
+        .iter()
+        .map(|f| format!("unknown field {}", gofmt::quote(f)))
+        .collect();
+    format!("strict decoding error: {}", parts.join(", "))
+}
+
+/// The checks the apiserver makes on a CRD version's `openAPIV3Schema` at CRD creation:
+/// structural-schema rules, forbidden keywords, list/map type rules, defaults that must be
+/// pruned and valid, `x-kubernetes-preserve-unknown-fields: false` and so on. Each entry is an
+/// apiserver error text with paths rooted at `openAPIV3Schema`. Empty means accepted.
+pub fn check_structural(schema: &Value) -> Vec<String> {
+    check_structural_at(schema, "openAPIV3Schema")
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
+/// [`check_structural`] with field errors rooted at `root`, e.g.
+/// `spec.versions[0].schema.openAPIV3Schema` as the apiserver reports them.
+pub fn check_structural_at(schema: &Value, root: &str) -> Vec<FieldError> {
+    structural::check(schema, root)
+}
+
+#[cfg(test)]
+mod tests;
