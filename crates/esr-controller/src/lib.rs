@@ -1,2 +1,4 @@
+pub mod hash;
 pub mod pipeline;
+pub mod plan;
 pub mod refresh;

@@ -266,10 +266,10 @@ pub fn decode_map(strategy: DecodingStrategy, input: DataMap) -> Result<DataMap,
 
 /// The NUL byte check.
 pub fn check_null_bytes(policy: NullBytePolicy, data: &DataMap) -> Result<(), PipelineError> {
-    if policy == NullBytePolicy::Fail {
-        if let Some((k, _)) = data.iter().find(|(_, v)| v.contains(&0)) {
-            return Err(PipelineError::NullByte(k.clone()));
-        }
+    if policy == NullBytePolicy::Fail
+        && let Some((k, _)) = data.iter().find(|(_, v)| v.contains(&0))
+    {
+        return Err(PipelineError::NullByte(k.clone()));
     }
     Ok(())
 }
