@@ -11,6 +11,7 @@
 //! - [`gjson`]: ESO's `property` paths. [`keys`]: key conversion and Go-compatible JSON.
 //! - [`metrics`]: API-call accounting ([`CallRecorder`]).
 
+pub mod api;
 pub mod error;
 pub mod find;
 pub mod gjson;
