@@ -81,6 +81,7 @@ impl Default for PasswordSpec {
 /// Encoding of a generated password.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum PasswordEncoding {
     /// Standard base64.
     Base64,
@@ -171,6 +172,7 @@ pub struct VaultDynamicSecretSpec {
 
 /// Which part of a Vault response a VaultDynamicSecret returns.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum VaultDynamicSecretResultType {
     /// The response's `data`.
     #[default]
@@ -205,6 +207,7 @@ pub struct ClusterGeneratorSpec {
 
 /// Generator kinds ESO defines (the `kind` of a ClusterGenerator).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum GeneratorKind {
     /// The `ACRAccessToken` generator.
     #[serde(rename = "ACRAccessToken")]

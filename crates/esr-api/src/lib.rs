@@ -27,6 +27,7 @@
 //! reading an `Option` must apply the same default when it is `None`.
 
 pub mod consts;
+mod crd;
 pub mod duration;
 pub mod generators;
 pub mod hash;
@@ -35,3 +36,5 @@ pub mod providers;
 pub mod v1;
 pub mod v1alpha1;
 pub mod validation;
+
+pub use crd::{CrdError, crd_file_name, crds};

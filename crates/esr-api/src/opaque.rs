@@ -64,3 +64,12 @@ pub(crate) mod patterns {
     /// A sync-window schedule: a cron descriptor, `@every <duration>` or a 5-field cron expression.
     pub const SCHEDULE: &str = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|@every [^\s]+.*|[^\s]+( [^\s]+){4})$";
 }
+
+/// schemars transform for enum types: drops the type-level description so that the description of
+/// the field using the enum is kept in the CRD (kube's `Option<Enum>` rewrite would otherwise
+/// replace the field's description with the enum's).
+pub(crate) fn drop_description(schema: &mut Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("description");
+    }
+}

@@ -6,6 +6,7 @@
 #![allow(clippy::duplicated_attributes)]
 
 use crate::opaque::AnyJson;
+use crate::opaque::patterns::DNS_SUBDOMAIN;
 use crate::v1::{
     ExternalSecretRewriteRegexp, ExternalSecretRewriteTransform, ExternalSecretTemplate,
     GeneratorRef, SecretStoreKind,
@@ -79,7 +80,7 @@ pub struct PushSecretSpec {
 pub struct PushSecretStoreRef {
     /// Name of the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = 253), pattern(DNS_SUBDOMAIN))]
     pub name: Option<String>,
     /// Selects every store with matching labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +93,7 @@ pub struct PushSecretStoreRef {
 
 /// Update policy of a PushSecret.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum PushSecretUpdatePolicy {
     /// Always write the value.
     #[default]
@@ -102,6 +104,7 @@ pub enum PushSecretUpdatePolicy {
 
 /// Deletion policy of a PushSecret.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum PushSecretDeletionPolicy {
     /// Delete remote secrets that are no longer pushed (and on PushSecret deletion).
     Delete,
@@ -112,6 +115,7 @@ pub enum PushSecretDeletionPolicy {
 
 /// Key conversion when pushing.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum PushSecretConversionStrategy {
     /// Keep keys as they are.
     #[default]
@@ -139,7 +143,7 @@ pub struct PushSecretSelector {
 pub struct PushSecretSecret {
     /// Name of one Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = 253), pattern(DNS_SUBDOMAIN))]
     pub name: Option<String>,
     /// Selects several Secrets by label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,7 +247,6 @@ pub struct PushSecretRewrite {
 pub struct PushSecretStatus {
     /// Time of the last successful push; `null` when it never pushed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-esr-nullable" = true))]
     pub refresh_time: Option<Time>,
     /// `<generation>-<hash of labels and annotations>` at the last successful push.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -310,7 +313,7 @@ pub struct ClusterPushSecretSpec {
     pub refresh_time: Option<String>,
     /// Name of the created PushSecrets; defaults to the ClusterPushSecret's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = 253), pattern(DNS_SUBDOMAIN))]
     pub push_secret_name: Option<String>,
     /// Labels and annotations of the created PushSecrets.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -54,6 +54,7 @@ pub struct AwsProvider {
 
 /// The AWS service used by a store.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum AwsServiceType {
     /// AWS Secrets Manager.
     SecretsManager,
@@ -65,6 +66,7 @@ pub enum AwsServiceType {
 
 /// Session-tag policy.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum AwsSessionTagsPolicy {
     /// Only `sessionTags`.
     #[default]

@@ -45,6 +45,7 @@ pub struct AzureKvProvider {
 
 /// Authentication methods for Azure.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum AzureAuthType {
     /// Client ID plus client secret or certificate.
     #[default]
@@ -57,6 +58,7 @@ pub enum AzureAuthType {
 
 /// Azure clouds.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum AzureEnvironmentType {
     /// Azure public cloud.
     #[default]

@@ -52,6 +52,7 @@ pub struct VaultProvider {
 
 /// KV secrets engine version.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum VaultKvVersion {
     /// KV version 1 (unversioned).
     #[serde(rename = "v1")]

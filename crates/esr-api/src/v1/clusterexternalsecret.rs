@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
     printcolumn(
         name = "Store",
         type_ = "string",
-        json_path = ".spec.secretStoreRef.name"
+        json_path = ".spec.externalSecretSpec.secretStoreRef.name"
     ),
     printcolumn(
         name = "Refresh Interval",

@@ -92,6 +92,7 @@ pub struct ExternalSecretSpec {
 
 /// Kind of store an ExternalSecret refers to.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum SecretStoreKind {
     /// A namespaced SecretStore in the ExternalSecret's namespace (the default).
     #[default]
@@ -115,6 +116,7 @@ pub struct SecretStoreRef {
 
 /// How the data is refreshed.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum RefreshPolicy {
     /// Sync once when the ExternalSecret is created, never again.
     CreatedOnce,
@@ -127,6 +129,7 @@ pub enum RefreshPolicy {
 /// Whether sync windows allow or deny refreshes.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum SyncWindowKind {
     /// Periodic refreshes only happen inside a window.
     #[serde(rename = "allow")]
@@ -201,6 +204,7 @@ pub struct ManifestReference {
 
 /// Whether and how the target is created.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum CreationPolicy {
     /// Create or update the target and make this ExternalSecret its controller owner.
     #[default]
@@ -217,6 +221,7 @@ pub enum CreationPolicy {
 
 /// What happens when the provider returns no data.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum DeletionPolicy {
     /// Delete the target (only with creationPolicy Owner); missing remote keys are skipped.
     Delete,
@@ -255,6 +260,7 @@ pub struct ExternalSecretTemplate {
 
 /// Template engine version.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum TemplateEngineVersion {
     /// Go text/template with the sprig function library.
     #[default]
@@ -264,6 +270,7 @@ pub enum TemplateEngineVersion {
 
 /// How templated keys combine with the fetched keys.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum TemplateMergePolicy {
     /// Only templated keys end up in the target (fetched keys too if no data template exists).
     #[default]
@@ -337,6 +344,7 @@ pub struct TemplateRefItem {
 
 /// Scope of a template item.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum TemplateScope {
     /// Render the value as the template of one key.
     #[default]
@@ -347,6 +355,7 @@ pub enum TemplateScope {
 
 /// Well-known values of `templateFrom[].target` for Secret targets.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum TemplateTarget {
     /// The Secret's data.
     #[default]
@@ -415,6 +424,7 @@ pub struct ExternalSecretDataRemoteRef {
 
 /// Whether remote metadata is read instead of the value.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum MetadataPolicy {
     /// Read the value.
     #[default]
@@ -425,6 +435,7 @@ pub enum MetadataPolicy {
 
 /// Conversion of fetched keys into valid Secret keys.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum ConversionStrategy {
     /// Replace invalid characters with `_`.
     #[default]
@@ -435,6 +446,7 @@ pub enum ConversionStrategy {
 
 /// Decoding applied to fetched values.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum DecodingStrategy {
     /// Decode base64 or base64url if the value is valid, else keep it.
     Auto,
@@ -450,6 +462,7 @@ pub enum DecodingStrategy {
 
 /// Handling of values containing NUL bytes.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum NullBytePolicy {
     /// Accept such values.
     #[default]
@@ -552,6 +565,7 @@ pub struct ExternalSecretRewriteMerge {
 
 /// Handling of missing priority keys.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum MergePriorityPolicy {
     /// Ignore keys that do not exist.
     IgnoreNotFound,
@@ -562,6 +576,7 @@ pub enum MergePriorityPolicy {
 
 /// Handling of merge conflicts.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum MergeConflictPolicy {
     /// Later values win silently.
     Ignore,
@@ -572,6 +587,7 @@ pub enum MergeConflictPolicy {
 
 /// Merge output format.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum MergeStrategy {
     /// Each merged key becomes a key of the result.
     #[default]
@@ -616,6 +632,7 @@ pub struct SourceRef {
 
 /// Kinds a `generatorRef` may point at.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum GeneratorRefKind {
     /// Azure Container Registry token.
     #[serde(rename = "ACRAccessToken")]
@@ -711,7 +728,6 @@ pub struct GeneratorRef {
 pub struct ExternalSecretStatus {
     /// Start time of the last successful sync; `null` when it never synced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-esr-nullable" = true))]
     pub refresh_time: Option<Time>,
     /// `<generation>-<hash of labels and annotations>` of the ExternalSecret at the last successful
     /// sync; used to detect changes.
@@ -738,6 +754,7 @@ pub struct SecretBinding {
 
 /// Condition types of an ExternalSecret.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum ExternalSecretConditionType {
     /// Whether the target is in sync.
     #[default]

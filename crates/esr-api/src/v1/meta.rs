@@ -41,6 +41,7 @@ pub struct ServiceAccountSelector {
 
 /// Where a CA certificate bundle is read from.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transform = crate::opaque::drop_description)]
 pub enum CaProviderType {
     /// A key of a Secret.
     Secret,
