@@ -1,3 +1,5 @@
+pub mod convert;
+pub mod fetch;
 pub mod hash;
 pub mod pipeline;
 pub mod plan;
