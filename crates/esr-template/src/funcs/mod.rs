@@ -1,6 +1,38 @@
-//! ESO's template function library (sprig + ESO functions).
+//! ESO's template function library: the functions of ESO v2.9.0's vendored
+//! sprig v3.3.1 (209 names with aliases; `env`, `expandenv` and
+//! `getHostByName` are not present) and ESO's 18 own functions.
+//!
+//! Each function is registered with its Go signature ([`crate::func::Signature`]);
+//! the executor checks and converts arguments before calling it. Functions that
+//! return an `error` or panic in Go return `Err(FuncError)` with Go's text;
+//! functions that put the error text into their output (`b64dec`, `fromYaml`,
+//! …) do the same here.
+//!
+//! Go strings are byte strings; [`crate::value::Value::String`] holds UTF-8 only.
+//! Functions that can produce non-UTF-8 output (`b64dec`, `b32dec`, `hexdec`)
+//! return a `[]byte` value in that case, and the functions that consume binary
+//! input (`pkcs12*`) accept both.
+
+#![allow(clippy::collapsible_if, clippy::collapsible_match)]
+
+pub mod cast;
+pub mod encoding;
+pub mod goregex;
+pub mod gostr;
+pub mod gotime;
+pub mod gourl;
+pub mod json;
+pub mod objects;
+pub mod paths;
+pub mod semver;
+pub mod sprig;
+pub mod util;
 
 use crate::func::FuncMap;
 
-/// Registers the function library in `map`.
-pub fn install(_map: &mut FuncMap) {}
+/// Registers the whole function library in `map`.
+pub fn install(map: &mut FuncMap) {
+    sprig::install(map);
+    goregex::install(map);
+    gourl::install(map);
+}
