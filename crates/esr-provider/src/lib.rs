@@ -17,6 +17,7 @@ pub mod find;
 pub mod gjson;
 pub mod keys;
 pub mod kube_access;
+pub mod metadata;
 pub mod metrics;
 pub mod provider;
 pub mod refs;
