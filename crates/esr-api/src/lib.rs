@@ -20,7 +20,8 @@
 //! - [`duration`]: Go `time.Duration` parsing and formatting.
 //! - [`hash`]: `object_hash`, `synced_resource_version`, `data_hash`, `created_by_label`,
 //!   `field_manager`, `generator_state_owner_key`.
-//! - [`crds()`]: the CustomResourceDefinitions generated from these types.
+//! - [`crds()`]: the CustomResourceDefinitions generated from these types; [`crd_file_name`] and
+//!   [`crd_file_content`] give what `esr crdgen` writes for each.
 //!
 //! Optional fields are `Option`s, so deserialising and serialising an object loses and adds nothing.
 //! Defaults ESO's CRDs declare appear in the generated schemas (the apiserver applies them); code
@@ -37,4 +38,4 @@ pub mod v1;
 pub mod v1alpha1;
 pub mod validation;
 
-pub use crd::{CrdError, crd_file_name, crds};
+pub use crd::{CRD_FILE_HEADER, CrdError, crd_file_content, crd_file_name, crds};
