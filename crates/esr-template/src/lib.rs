@@ -5,12 +5,20 @@
 //! * [`fmt`]: Go's `fmt` printing (`Sprint`, `Sprintf`, `%v`).
 //! * [`funcs`]: ESO's function library (sprig + ESO's own functions).
 //! * [`limits`]: execution limits.
+//! * [`Template`], [`execute_eso`]: Go `text/template` parser and executor.
 
+pub mod engine;
+pub mod exec;
 pub mod fmt;
 pub mod func;
 pub mod funcs;
+mod lex;
 pub mod limits;
+mod parse;
 pub mod value;
 
+pub use engine::{EngineError, Template, execute_eso};
+pub use exec::{ExecError, ExecOptions};
 pub use func::{FuncDef, FuncError, FuncMap, GoFn, Signature};
+pub use parse::ParseError;
 pub use value::{GoObject, GoType, Kind, MapRef, TypedSlice, Value};
