@@ -424,6 +424,8 @@ impl<'a> Lexer<'a> {
                 self.emit(ItemType::RightParen);
                 self.paren_depth -= 1;
                 if self.paren_depth < 0 {
+                    // Go's lexer replaces the pending right-paren item by the error.
+                    self.items.pop();
                     return self.errorf("unexpected right paren".into());
                 }
             }
