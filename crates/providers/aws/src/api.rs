@@ -145,7 +145,8 @@ impl SmApi {
 
     fn finish<T>(&self, op: &'static str, res: Result<T, AwsError>) -> Result<T, AwsError> {
         // NotFound is a normal answer, not a failed call, for the purposes of the gate.
-        self.calls.record(PROVIDER_SM, op, res.is_ok());
+        self.calls
+            .record(PROVIDER_SM, op, res.as_ref().err().map(|e| e.kind));
         match self.gate.observe(&res) {
             Some(pause) => res.map_err(|mut e| {
                 e.message = format!(

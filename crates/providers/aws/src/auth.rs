@@ -24,7 +24,7 @@ use aws_sdk_secretsmanager::config::Region;
 use sha2::{Digest, Sha256};
 
 use crate::calls::{CallLog, PROVIDER_STS};
-use crate::error::{AwsError, ErrorKind, from_sdk};
+use crate::error::{AwsError, from_sdk};
 use crate::spec::{AwsProviderSpec, RetrySettings, SecretKeySelector};
 
 /// ESO's IRSA annotations and defaults.
@@ -458,17 +458,18 @@ impl AssumeRoleProvider {
         for k in &self.transitive {
             req = req.transitive_tag_keys(k);
         }
-        let res = req.send().await;
-        self.calls.record(PROVIDER_STS, "AssumeRole", res.is_ok());
+        let res = req.send().await.map_err(|e| from_sdk("AssumeRole", &e));
+        self.calls.record(
+            PROVIDER_STS,
+            "AssumeRole",
+            res.as_ref().err().map(|e| e.kind),
+        );
         match res {
             Ok(out) => sts_credentials(out.credentials(), "esr-assume-role"),
-            Err(e) => {
-                let err = from_sdk("AssumeRole", &e);
-                Err(CredentialsError::provider_error(AwsError::new(
-                    err.kind,
-                    format!("assuming role {} failed: {}", self.role_arn, err.message),
-                )))
-            }
+            Err(err) => Err(CredentialsError::provider_error(AwsError::new(
+                err.kind,
+                format!("assuming role {} failed: {}", self.role_arn, err.message),
+            ))),
         }
     }
 }
@@ -525,21 +526,22 @@ impl WebIdentityProvider {
             .role_session_name(WEB_IDENTITY_SESSION_NAME)
             .web_identity_token(token)
             .send()
-            .await;
-        self.calls
-            .record(PROVIDER_STS, "AssumeRoleWithWebIdentity", res.is_ok());
+            .await
+            .map_err(|e| from_sdk("AssumeRoleWithWebIdentity", &e));
+        self.calls.record(
+            PROVIDER_STS,
+            "AssumeRoleWithWebIdentity",
+            res.as_ref().err().map(|e| e.kind),
+        );
         match res {
             Ok(out) => sts_credentials(out.credentials(), "esr-web-identity"),
-            Err(e) => {
-                let err = from_sdk("AssumeRoleWithWebIdentity", &e);
-                Err(CredentialsError::provider_error(AwsError::new(
-                    err.kind,
-                    format!(
-                        "assuming role {} with web identity failed: {}",
-                        self.role_arn, err.message
-                    ),
-                )))
-            }
+            Err(err) => Err(CredentialsError::provider_error(AwsError::new(
+                err.kind,
+                format!(
+                    "assuming role {} with web identity failed: {}",
+                    self.role_arn, err.message
+                ),
+            ))),
         }
     }
 }
@@ -551,28 +553,4 @@ impl ProvideCredentials for WebIdentityProvider {
     {
         provider::future::ProvideCredentials::new(self.fetch())
     }
-}
-
-/// Resolve credentials once (ESO's Validate does exactly this), classifying failures.
-pub(crate) async fn check_credentials(sdk: &SdkConfig) -> Result<(), AwsError> {
-    let Some(p) = sdk.credentials_provider() else {
-        return Err(AwsError::auth("no AWS credentials provider is configured"));
-    };
-    p.provide_credentials().await.map(|_| ()).map_err(|e| {
-        let inner_kind = std::error::Error::source(&e)
-            .and_then(|s| s.downcast_ref::<AwsError>())
-            .map(|a| a.kind);
-        let kind = match inner_kind {
-            Some(ErrorKind::Throttled) => ErrorKind::Throttled,
-            Some(ErrorKind::Transient) => ErrorKind::Transient,
-            _ => ErrorKind::Auth,
-        };
-        AwsError::new(
-            kind,
-            format!(
-                "could not obtain AWS credentials: {}",
-                crate::error::chain_message(&e)
-            ),
-        )
-    })
 }

@@ -5,17 +5,23 @@
 //! [`CallObserver`] (the controller's `externalsecret_provider_api_calls_count` metric).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::error::ErrorKind;
 
 /// `provider` label for Secrets Manager calls (as in ESO).
 pub const PROVIDER_SM: &str = "AWS/SecretsManager";
 /// `provider` label for STS calls (credential exchange; ESO does not count these).
 pub const PROVIDER_STS: &str = "AWS/STS";
 
-/// Receives one observation per AWS API call.
+/// Receives one observation per AWS API call: `error` is `None` for a success.
 pub trait CallObserver: Send + Sync {
-    /// `status` is `success` or `error`, as in ESO.
-    fn observe(&self, provider: &str, call: &str, status: &str);
+    fn observe(&self, provider: &str, call: &str, error: Option<ErrorKind>);
+}
+
+/// ESO's `status` label: `success` or `error`.
+pub fn status_label(error: Option<ErrorKind>) -> &'static str {
+    if error.is_none() { "success" } else { "error" }
 }
 
 type Counts = BTreeMap<(&'static str, &'static str, &'static str), u64>;
@@ -24,7 +30,7 @@ type Counts = BTreeMap<(&'static str, &'static str, &'static str), u64>;
 #[derive(Clone, Default)]
 pub struct CallLog {
     counts: Arc<Mutex<Counts>>,
-    observer: Option<Arc<dyn CallObserver>>,
+    observer: Arc<RwLock<Option<Arc<dyn CallObserver>>>>,
 }
 
 impl std::fmt::Debug for CallLog {
@@ -43,17 +49,25 @@ impl CallLog {
     pub fn with_observer(observer: Arc<dyn CallObserver>) -> Self {
         Self {
             counts: Arc::default(),
-            observer: Some(observer),
+            observer: Arc::new(RwLock::new(Some(observer))),
         }
     }
 
-    pub fn record(&self, provider: &'static str, call: &'static str, ok: bool) {
-        let status = if ok { "success" } else { "error" };
+    /// Replace the observer (shared by every clone of this log).
+    pub fn set_observer(&self, observer: Arc<dyn CallObserver>) {
+        if let Ok(mut o) = self.observer.write() {
+            *o = Some(observer);
+        }
+    }
+
+    pub fn record(&self, provider: &'static str, call: &'static str, error: Option<ErrorKind>) {
+        let status = status_label(error);
         if let Ok(mut c) = self.counts.lock() {
             *c.entry((provider, call, status)).or_insert(0) += 1;
         }
-        if let Some(o) = &self.observer {
-            o.observe(provider, call, status);
+        let observer = self.observer.read().ok().and_then(|o| o.clone());
+        if let Some(o) = observer {
+            o.observe(provider, call, error);
         }
     }
 
@@ -108,10 +122,10 @@ mod tests {
 
     struct Obs(AtomicU64);
     impl CallObserver for Obs {
-        fn observe(&self, provider: &str, call: &str, status: &str) {
+        fn observe(&self, provider: &str, call: &str, error: Option<ErrorKind>) {
             assert_eq!(provider, PROVIDER_SM);
             assert_eq!(call, "GetSecretValue");
-            assert!(status == "success" || status == "error");
+            assert!(error.is_none() || error == Some(ErrorKind::NotFound));
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -120,8 +134,8 @@ mod tests {
     fn counts_and_forwards() {
         let obs = Arc::new(Obs(AtomicU64::new(0)));
         let log = CallLog::with_observer(obs.clone());
-        log.record(PROVIDER_SM, "GetSecretValue", true);
-        log.record(PROVIDER_SM, "GetSecretValue", false);
+        log.record(PROVIDER_SM, "GetSecretValue", None);
+        log.record(PROVIDER_SM, "GetSecretValue", Some(ErrorKind::NotFound));
         assert_eq!(log.count("GetSecretValue"), 2);
         assert_eq!(log.total_sm(), 2);
         assert_eq!(obs.0.load(Ordering::SeqCst), 2);

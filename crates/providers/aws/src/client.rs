@@ -266,7 +266,7 @@ impl SmClient {
                     }
                     return Ok(out);
                 }
-                Err(e) if e.kind == ErrorKind::Auth && e.message.contains("AccessDenied") => {
+                Err(e) if e.message.starts_with("BatchGetSecretValue: AccessDenied") => {
                     tracing::warn!(error = %e.message, "BatchGetSecretValue denied for find; falling back to ListSecrets + GetSecretValue");
                 }
                 Err(e) => return Err(e),
@@ -462,33 +462,28 @@ impl SmClient {
         res
     }
 
-    /// Store validation: credentials are resolved (STS for roles / IRSA), then one
-    /// `ListSecrets(MaxResults=1)` proves that region, endpoint and credentials work.
+    /// Store validation: one `ListSecrets(MaxResults=1)` resolves the credentials (STS for roles
+    /// and IRSA, as ESO's Validate does) and proves that region, endpoint and credentials work.
     /// An AccessDenied answer still proves the credentials valid, so it counts as Ready.
     pub async fn validate(&self) -> Validation {
         if self.referent_unresolved {
             return Validation::Unknown;
         }
-        if let Err(e) = crate::auth::check_credentials(&self.sdk).await {
-            return match e.kind {
-                ErrorKind::Throttled => Validation::Unknown,
-                _ => Validation::Error(e),
-            };
-        }
         match self.fetcher.api().probe().await {
             Ok(()) => Validation::Ready,
-            Err(e) if e.kind == ErrorKind::Auth && e.message.contains("AccessDenied") => {
-                Validation::Ready
-            }
+            // Permission to list is not needed by esr: being denied proves the credentials valid.
+            Err(e) if e.message.starts_with("ListSecrets: AccessDenied") => Validation::Ready,
             Err(e) if e.kind == ErrorKind::Throttled => Validation::Unknown,
-            Err(e) if e.kind == ErrorKind::Transient => Validation::Error(AwsError::new(
-                e.kind,
-                format!(
-                    "{} (check spec.provider.aws.region {:?} and network access to Secrets Manager)",
-                    e.message,
-                    self.sdk.region().map(|r| r.as_ref()).unwrap_or("")
-                ),
-            )),
+            Err(e) if e.kind == ErrorKind::Transient && !e.message.contains("credentials") => {
+                Validation::Error(AwsError::new(
+                    e.kind,
+                    format!(
+                        "{} (check spec.provider.aws.region {:?} and network access to Secrets Manager)",
+                        e.message,
+                        self.sdk.region().map(|r| r.as_ref()).unwrap_or("")
+                    ),
+                ))
+            }
             Err(e) => Validation::Error(e),
         }
     }

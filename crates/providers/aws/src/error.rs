@@ -128,12 +128,33 @@ pub(crate) fn classify_code(code: &str, message: &str, status: Option<u16>) -> E
     ErrorKind::Invalid
 }
 
-/// Does the error chain contain a credentials-provider failure?
-fn credentials_failure(err: &(dyn StdError + 'static)) -> Option<String> {
+/// If the error chain contains a credentials-provider failure, the error to report for it.
+/// The kind is Auth unless the credentials provider (e.g. STS) failed transiently or was throttled.
+fn credentials_failure(op: &str, err: &(dyn StdError + 'static)) -> Option<AwsError> {
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = cur {
         if let Some(ce) = e.downcast_ref::<CredentialsError>() {
-            return Some(chain_message(ce));
+            let mut kind = ErrorKind::Auth;
+            let mut inner: Option<&(dyn StdError + 'static)> = Some(ce);
+            while let Some(i) = inner {
+                if let Some(a) = i.downcast_ref::<AwsError>()
+                    && matches!(a.kind, ErrorKind::Throttled | ErrorKind::Transient)
+                {
+                    kind = a.kind;
+                }
+                inner = i.source();
+            }
+            let mut out = AwsError::new(
+                kind,
+                format!(
+                    "{op}: could not obtain AWS credentials: {}",
+                    chain_message(ce)
+                ),
+            );
+            if kind == ErrorKind::Throttled {
+                out.retry_after = Some(Duration::from_secs(1));
+            }
+            return Some(out);
         }
         cur = e.source();
     }
@@ -180,8 +201,8 @@ where
         }
         SdkError::TimeoutError(_) => AwsError::transient(format!("{op}: request timed out")),
         SdkError::DispatchFailure(df) => {
-            if let Some(cred) = credentials_failure(err) {
-                return AwsError::auth(format!("{op}: could not obtain AWS credentials: {cred}"));
+            if let Some(cred) = credentials_failure(op, err) {
+                return cred;
             }
             let detail = df
                 .as_connector_error()
@@ -190,8 +211,8 @@ where
             AwsError::transient(format!("{op}: cannot reach the AWS endpoint: {detail}"))
         }
         SdkError::ConstructionFailure(_) => {
-            if let Some(cred) = credentials_failure(err) {
-                return AwsError::auth(format!("{op}: could not obtain AWS credentials: {cred}"));
+            if let Some(cred) = credentials_failure(op, err) {
+                return cred;
             }
             AwsError::invalid(format!(
                 "{op}: could not build the request: {}",
@@ -202,8 +223,8 @@ where
             AwsError::transient(format!("{op}: unreadable response: {}", chain_message(err)))
         }
         _ => {
-            if let Some(cred) = credentials_failure(err) {
-                return AwsError::auth(format!("{op}: could not obtain AWS credentials: {cred}"));
+            if let Some(cred) = credentials_failure(op, err) {
+                return cred;
             }
             AwsError::transient(format!("{op}: {}", chain_message(err)))
         }

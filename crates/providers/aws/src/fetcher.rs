@@ -20,7 +20,7 @@ use moka::future::Cache;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api::{SecretValue, SmApi};
-use crate::error::{AwsError, ErrorKind};
+use crate::error::AwsError;
 use crate::spec::Version;
 
 /// Maximum ids per BatchGetSecretValue call (an AWS limit).
@@ -312,7 +312,7 @@ async fn execute_batch(
                 individually(api, pending).await;
             }
         }
-        Err(e) if e.kind == ErrorKind::Auth && e.message.contains("AccessDenied") => {
+        Err(e) if e.message.starts_with("BatchGetSecretValue: AccessDenied") => {
             tracing::warn!(
                 error = %e.message,
                 "BatchGetSecretValue is not allowed for this principal; falling back to GetSecretValue (grant secretsmanager:BatchGetSecretValue to reduce API calls)"

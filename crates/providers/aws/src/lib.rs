@@ -6,13 +6,15 @@
 //! * [`api`]: the SDK calls, each counted ([`calls`]) and classified ([`error`]);
 //! * [`fetcher`]: single-flight, TTL cache and micro-batching of reads;
 //! * [`client`]: ESO's `SecretsClient` operations for one store;
-//! * [`provider`]: builds and keeps clients per store and credentials ([`auth`]).
+//! * [`provider`]: builds and keeps clients per store and credentials ([`auth`]);
+//! * [`esr`]: the `esr_provider::Provider` / `SecretsClient` implementation.
 
 pub mod api;
 pub mod auth;
 pub mod calls;
 pub mod client;
 pub mod error;
+pub mod esr;
 pub mod fetcher;
 pub mod property;
 pub mod provider;
@@ -22,6 +24,7 @@ pub use auth::{Endpoints, KubeSource, StoreInfo, StoreKind};
 pub use calls::{CallLog, CallObserver, PROVIDER_SM, PROVIDER_STS};
 pub use client::{SmClient, Validation};
 pub use error::{AwsError, ErrorKind};
+pub use esr::{AwsSecretsManagerProvider, EsrClient, PROVIDER_KEY};
 pub use fetcher::CostOptions;
 pub use provider::{AwsProvider, AwsProviderOptions};
 pub use spec::{AwsProviderSpec, FindRef, RemoteRef, RetrySettings};

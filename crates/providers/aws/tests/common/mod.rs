@@ -208,9 +208,11 @@ pub struct SeenRequest {
     pub action: String,
     pub params: BTreeMap<String, String>,
     pub body: String,
+    /// The `Authorization` header (SigV4: names the access key id used).
+    pub authorization: String,
 }
 
-type Responder = dyn Fn(&SeenRequest) -> (u16, String, &'static str) + Send + Sync;
+pub type Responder = dyn Fn(&SeenRequest) -> (u16, String, &'static str) + Send + Sync;
 
 /// A fake AWS endpoint on 127.0.0.1 answering with `responder`.
 pub struct FakeAws {
@@ -240,10 +242,16 @@ impl FakeAws {
                     .map(str::to_string)
                     .or_else(|| params.get("Action").cloned())
                     .unwrap_or_default();
+                let authorization = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string();
                 let req = SeenRequest {
                     action,
                     params,
                     body,
+                    authorization,
                 };
                 seen.lock().unwrap().push(req.clone());
                 let (status, body, ctype) = responder(&req);

@@ -1,0 +1,350 @@
+//! The esr provider contract (`esr_provider::Provider` / `SecretsClient`) on top of this crate.
+//!
+//! Register with `registry.register(Arc::new(esr_provider_aws::AwsSecretsManagerProvider::from_env()))`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use esr_provider::keys::convert_keys;
+use esr_provider::metrics::CallRecorder;
+use esr_provider::refs::{
+    validate_referent_secret_selector, validate_referent_service_account_selector,
+};
+use esr_provider::{
+    CallStatus, Capabilities, ClientContext, FindRequest, KubeAccess, Provider, ProviderError,
+    PushRemoteRef, PushRequest, SecretRef, SecretsClient, ValidationResult,
+};
+
+use crate::auth::KubeSource;
+use crate::calls::{CallObserver, PROVIDER_SM};
+use crate::client::{SmClient, Validation};
+use crate::error::{AwsError, ErrorKind};
+use crate::provider::{AwsProvider, AwsProviderOptions};
+use crate::spec::{AwsProviderSpec, FindRef, RemoteRef, RetrySettings};
+
+/// `spec.provider` key.
+pub const PROVIDER_KEY: &str = "aws";
+
+/// Turn a classified AWS error into the esr provider error. Not-found keeps ESO's exact text
+/// (`Secret does not exist`); the detailed AWS message stays available as the error source.
+pub fn to_provider_error(e: AwsError) -> ProviderError {
+    let pe = match e.kind {
+        ErrorKind::NotFound => ProviderError::not_found().with_source(e.clone()),
+        ErrorKind::Auth => ProviderError::auth(e.message.clone()),
+        ErrorKind::Throttled => ProviderError::throttled(e.message.clone(), e.retry_after),
+        ErrorKind::Invalid => ProviderError::invalid(e.message.clone()),
+        ErrorKind::Transient => ProviderError::transient(e.message.clone()),
+    };
+    pe.with_provider(PROVIDER_SM)
+}
+
+fn kind_of(e: &ProviderError) -> ErrorKind {
+    match e.kind() {
+        esr_provider::ErrorKind::NotFound => ErrorKind::NotFound,
+        esr_provider::ErrorKind::Auth => ErrorKind::Auth,
+        esr_provider::ErrorKind::Throttled => ErrorKind::Throttled,
+        esr_provider::ErrorKind::Transient => ErrorKind::Transient,
+        _ => ErrorKind::Invalid,
+    }
+}
+
+fn from_provider_error(e: ProviderError) -> AwsError {
+    AwsError::new(kind_of(&e), e.message().to_string())
+}
+
+fn esr_kind(k: ErrorKind) -> esr_provider::ErrorKind {
+    match k {
+        ErrorKind::NotFound => esr_provider::ErrorKind::NotFound,
+        ErrorKind::Auth => esr_provider::ErrorKind::Auth,
+        ErrorKind::Throttled => esr_provider::ErrorKind::Throttled,
+        ErrorKind::Invalid => esr_provider::ErrorKind::Invalid,
+        ErrorKind::Transient => esr_provider::ErrorKind::Transient,
+    }
+}
+
+/// Forwards call counts to the controller's recorder.
+struct RecorderBridge(Arc<dyn CallRecorder>);
+
+impl CallObserver for RecorderBridge {
+    fn observe(&self, provider: &str, call: &str, error: Option<ErrorKind>) {
+        let status = match error {
+            None => CallStatus::Success,
+            Some(k) => CallStatus::Error(esr_kind(k)),
+        };
+        self.0.record(provider, call, status);
+    }
+}
+
+/// [`KubeSource`] over the controller's [`KubeAccess`].
+struct KubeBridge(Arc<dyn KubeAccess>);
+
+#[async_trait]
+impl KubeSource for KubeBridge {
+    async fn secret_value(&self, ns: &str, name: &str, key: &str) -> Result<Vec<u8>, AwsError> {
+        self.0
+            .get_secret_key(ns, name, key)
+            .await
+            .map_err(from_provider_error)
+    }
+
+    async fn service_account_annotations(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<BTreeMap<String, String>, AwsError> {
+        let sa = self
+            .0
+            .get_service_account(ns, name)
+            .await
+            .map_err(from_provider_error)?
+            .ok_or_else(|| {
+                AwsError::invalid(format!(
+                    "serviceaccounts {name:?} not found in namespace {ns:?}"
+                ))
+            })?;
+        Ok(sa.metadata.annotations.unwrap_or_default())
+    }
+
+    async fn service_account_token(
+        &self,
+        ns: &str,
+        name: &str,
+        audiences: &[String],
+    ) -> Result<String, AwsError> {
+        self.0
+            .create_service_account_token(ns, name, audiences, None)
+            .await
+            .map_err(from_provider_error)
+    }
+}
+
+/// The `aws` provider, `service: SecretsManager`.
+#[derive(Debug, Default)]
+pub struct AwsSecretsManagerProvider {
+    inner: AwsProvider,
+}
+
+impl AwsSecretsManagerProvider {
+    pub fn new(opts: AwsProviderOptions) -> Self {
+        Self {
+            inner: AwsProvider::new(opts),
+        }
+    }
+
+    /// Options from `ESR_AWS_CACHE_TTL` / `ESR_AWS_BATCH_WINDOW` (invalid values fall back to the
+    /// defaults with a warning).
+    pub fn from_env() -> Self {
+        let opts = AwsProviderOptions::from_env().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "ignoring invalid AWS provider settings");
+            AwsProviderOptions::default()
+        });
+        Self::new(opts)
+    }
+
+    pub fn inner(&self) -> &AwsProvider {
+        &self.inner
+    }
+}
+
+fn store_info(s: &esr_provider::StoreInfo) -> crate::auth::StoreInfo {
+    crate::auth::StoreInfo {
+        kind: if s.kind.is_cluster() {
+            crate::auth::StoreKind::ClusterSecretStore
+        } else {
+            crate::auth::StoreKind::SecretStore
+        },
+        name: s.name.clone(),
+        namespace: s.namespace.clone(),
+        uid: s.uid.clone().unwrap_or_else(|| s.identity()),
+        generation: s.generation,
+    }
+}
+
+#[async_trait]
+impl Provider for AwsSecretsManagerProvider {
+    fn name(&self) -> &'static str {
+        PROVIDER_KEY
+    }
+
+    fn metric_provider(&self) -> &'static str {
+        PROVIDER_SM
+    }
+
+    fn capabilities(&self, _store: &esr_provider::StoreInfo) -> Capabilities {
+        Capabilities::ReadWrite
+    }
+
+    fn validate_store(&self, store: &esr_provider::StoreInfo) -> esr_provider::Result<Vec<String>> {
+        let raw = store.provider_json(PROVIDER_KEY).ok_or_else(|| {
+            ProviderError::invalid("no store type or wrong store type: missing spec.provider.aws")
+        })?;
+        let spec = AwsProviderSpec::from_json(raw).map_err(to_provider_error)?;
+        spec.validate().map_err(to_provider_error)?;
+        if let Some(sr) = &spec.auth.secret_ref {
+            for (what, sel) in [
+                ("AccessKeyID", Some(&sr.access_key_id)),
+                ("SecretAccessKey", Some(&sr.secret_access_key)),
+                ("SessionToken", sr.session_token.as_ref()),
+            ] {
+                if let Some(sel) = sel {
+                    validate_referent_secret_selector(store, sel.namespace.as_deref())
+                        .map_err(|e| e.wrap(format_args!("invalid Auth.SecretRef.{what}")))?;
+                }
+            }
+        }
+        if let Some(sa) = spec
+            .auth
+            .jwt
+            .as_ref()
+            .and_then(|j| j.service_account_ref.as_ref())
+        {
+            validate_referent_service_account_selector(store, sa.namespace.as_deref())
+                .map_err(|e| e.wrap("invalid Auth.JWT.ServiceAccountRef"))?;
+        }
+        let (max, interval) = store.retry_settings();
+        RetrySettings {
+            max_retries: max,
+            retry_interval: interval,
+        }
+        .resolve()
+        .map_err(to_provider_error)?;
+        Ok(Vec::new())
+    }
+
+    async fn new_client(
+        &self,
+        ctx: &ClientContext<'_>,
+    ) -> esr_provider::Result<Arc<dyn SecretsClient>> {
+        let raw = ctx.store.provider_json(PROVIDER_KEY).ok_or_else(|| {
+            ProviderError::invalid("no store type or wrong store type: missing spec.provider.aws")
+        })?;
+        let retry = ctx
+            .store
+            .spec
+            .get("retrySettings")
+            .filter(|r| !r.is_null())
+            .map(|_| {
+                let (max, interval) = ctx.store.retry_settings();
+                RetrySettings {
+                    max_retries: max,
+                    retry_interval: interval,
+                }
+            });
+        self.inner
+            .options()
+            .calls
+            .set_observer(Arc::new(RecorderBridge(ctx.recorder.clone())));
+        let es_ns = ctx.namespace.filter(|n| !n.is_empty());
+        let client = self
+            .inner
+            .client(
+                raw,
+                retry.as_ref(),
+                &store_info(ctx.store),
+                es_ns,
+                Arc::new(KubeBridge(ctx.kube.clone())),
+            )
+            .await
+            .map_err(|e| to_provider_error(e).wrap("unable to create session"))?;
+        Ok(Arc::new(EsrClient(client)))
+    }
+}
+
+/// [`SecretsClient`] over [`SmClient`].
+pub struct EsrClient(pub Arc<SmClient>);
+
+fn remote(r: &SecretRef) -> RemoteRef {
+    RemoteRef {
+        key: r.key.clone(),
+        version: r.version().map(str::to_string),
+        property: r.property().map(str::to_string),
+        fetch_metadata: r.fetch_metadata(),
+    }
+}
+
+fn keyed(e: AwsError, key: &str) -> ProviderError {
+    to_provider_error(e).with_key(key.to_string())
+}
+
+#[async_trait]
+impl SecretsClient for EsrClient {
+    async fn get_secret(&self, r: &SecretRef) -> esr_provider::Result<Vec<u8>> {
+        self.0
+            .get_secret(&remote(r))
+            .await
+            .map_err(|e| keyed(e, &r.key))
+    }
+
+    async fn get_secrets(&self, refs: &[SecretRef]) -> Vec<esr_provider::Result<Vec<u8>>> {
+        let rs: Vec<RemoteRef> = refs.iter().map(remote).collect();
+        self.0
+            .get_secrets(&rs)
+            .await
+            .into_iter()
+            .zip(refs)
+            .map(|(res, r)| res.map_err(|e| keyed(e, &r.key)))
+            .collect()
+    }
+
+    async fn get_secret_map(
+        &self,
+        r: &SecretRef,
+    ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
+        self.0
+            .get_secret_map(&remote(r))
+            .await
+            .map_err(|e| keyed(e, &r.key))
+    }
+
+    async fn get_all_secrets(
+        &self,
+        f: &FindRequest,
+    ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
+        let find = FindRef {
+            name_regexp: f.name_regexp().map(str::to_string),
+            tags: f.tags.clone().unwrap_or_default(),
+            path: f.path().map(str::to_string),
+        };
+        let found = self
+            .0
+            .get_all_secrets(&find)
+            .await
+            .map_err(to_provider_error)?;
+        convert_keys(f.conversion_strategy, found)
+    }
+
+    async fn push_secret(&self, req: &PushRequest) -> esr_provider::Result<()> {
+        self.0
+            .push_secret(
+                req.remote_key(),
+                req.property(),
+                &req.value,
+                req.metadata.as_ref(),
+            )
+            .await
+            .map_err(|e| keyed(e, req.remote_key()))
+    }
+
+    async fn delete_secret(&self, r: &PushRemoteRef) -> esr_provider::Result<()> {
+        self.0
+            .delete_secret(&r.remote_key, r.property())
+            .await
+            .map_err(|e| keyed(e, &r.remote_key))
+    }
+
+    async fn secret_exists(&self, r: &PushRemoteRef) -> esr_provider::Result<bool> {
+        self.0
+            .secret_exists(&r.remote_key)
+            .await
+            .map_err(|e| keyed(e, &r.remote_key))
+    }
+
+    async fn validate(&self) -> ValidationResult {
+        match self.0.validate().await {
+            Validation::Ready => ValidationResult::Ready,
+            Validation::Unknown => ValidationResult::Unknown,
+            Validation::Error(e) => ValidationResult::Error(e.message),
+        }
+    }
+}
