@@ -1,6 +1,10 @@
+pub mod controller;
 pub mod convert;
 pub mod fetch;
 pub mod hash;
+pub mod metrics;
 pub mod pipeline;
 pub mod plan;
 pub mod refresh;
+pub mod stores;
+pub mod template;

@@ -275,7 +275,7 @@ pub fn check_null_bytes(policy: NullBytePolicy, data: &DataMap) -> Result<(), Pi
 }
 
 /// Renders a rewrite `transform` template for one key (`.value` = key).
-pub trait KeyTransformer {
+pub trait KeyTransformer: Send + Sync {
     /// Returns the new key, or an error text (which never contains a secret value: keys only).
     fn transform_key(&self, template: &str, key: &str) -> Result<String, String>;
 }

@@ -233,7 +233,7 @@ pub enum RenderError {
 
 /// Renders the ExternalSecret's template against provider data (implemented over esr-template
 /// in the IO layer; closures in tests).
-pub trait Renderer {
+pub trait Renderer: Send + Sync {
     /// Renders templateFrom (in order), template.data and the metadata templates.
     fn render(&self, data: &DataMap) -> Result<Rendered, RenderError>;
 }

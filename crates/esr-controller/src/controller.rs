@@ -1,0 +1,699 @@
+//! The thin IO around the pure core: the ExternalSecret reconciler (kube-runtime `Controller`),
+//! its watches, and the Kubernetes writes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use esr_api::v1::{ClusterSecretStore, ExternalSecret, SecretStore};
+use esr_provider::store::{StoreLookup, StoreRef};
+use esr_provider::{
+    KubeAccess, ProviderError, ProviderRegistry, ResolveOptions, StoreInfo, StoreKind,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use tracing::{debug, info, warn};
+
+use crate::convert::{es_view, status_json};
+use crate::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
+use crate::metrics::{Metrics, ResourceLabels};
+use crate::pipeline::Assembled;
+use crate::plan::{
+    self, Decision, EsStatus, EsView, EventRec, EventType, LABEL_MANAGED, LABEL_OWNER, Outcome,
+    PlanInput, SecretWrite,
+};
+use crate::refresh::{self, Requeue};
+use crate::template::{TemplateEngine, load_sources};
+
+/// Controller settings (the `esr controller` flags that matter here).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--namespace`: watch only this namespace (`None`: cluster-wide).
+    pub namespace: Option<String>,
+    /// `--controller-class`.
+    pub controller_class: String,
+    /// `--concurrent`.
+    pub concurrency: u16,
+    /// `--enable-flood-gate`.
+    pub flood_gate: bool,
+    /// `--store-requeue-interval`.
+    pub store_requeue_interval: Duration,
+    /// `--enable-cluster-store-reconciler` (also gates ExternalSecrets using ClusterSecretStores).
+    pub cluster_stores: bool,
+    /// Identity of this instance in events.
+    pub instance: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            namespace: None,
+            controller_class: "default".to_string(),
+            concurrency: 1,
+            flood_gate: true,
+            store_requeue_interval: Duration::from_secs(300),
+            cluster_stores: true,
+            instance: None,
+        }
+    }
+}
+
+/// Errors of a reconcile (all retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Kubernetes API error.
+    #[error("kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    /// A sync failure (already recorded in status and events).
+    #[error("{0}")]
+    Sync(String),
+}
+
+/// Store lookup over reflector caches, falling back to direct GETs on a cache miss.
+#[derive(Clone)]
+pub struct CachedStores {
+    client: Client,
+    ss: Store<SecretStore>,
+    css: Store<ClusterSecretStore>,
+}
+
+fn store_info<K: serde::Serialize>(obj: &K) -> esr_provider::Result<StoreInfo> {
+    let v = serde_json::to_value(obj).map_err(|e| ProviderError::invalid(e.to_string()))?;
+    StoreInfo::from_object(&v)
+}
+
+#[async_trait]
+impl StoreLookup for CachedStores {
+    async fn get_store(
+        &self,
+        kind: StoreKind,
+        namespace: &str,
+        name: &str,
+    ) -> esr_provider::Result<Option<Arc<StoreInfo>>> {
+        match kind {
+            StoreKind::SecretStore => {
+                if let Some(s) = self.ss.get(&ObjectRef::new(name).within(namespace)) {
+                    return store_info(&*s).map(|s| Some(Arc::new(s)));
+                }
+                let api: Api<SecretStore> = Api::namespaced(self.client.clone(), namespace);
+                match api
+                    .get_opt(name)
+                    .await
+                    .map_err(esr_provider::error::from_kube_error)?
+                {
+                    Some(s) => store_info(&s).map(|s| Some(Arc::new(s))),
+                    None => Ok(None),
+                }
+            }
+            StoreKind::ClusterSecretStore => {
+                if let Some(s) = self.css.get(&ObjectRef::new(name)) {
+                    return store_info(&*s).map(|s| Some(Arc::new(s)));
+                }
+                let api: Api<ClusterSecretStore> = Api::all(self.client.clone());
+                match api
+                    .get_opt(name)
+                    .await
+                    .map_err(esr_provider::error::from_kube_error)?
+                {
+                    Some(s) => store_info(&s).map(|s| Some(Arc::new(s))),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    async fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> esr_provider::Result<Option<BTreeMap<String, String>>> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        Ok(api
+            .get_opt(namespace)
+            .await
+            .map_err(esr_provider::error::from_kube_error)?
+            .map(|n| n.labels().clone()))
+    }
+}
+
+/// Shared state of the reconcilers.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: Client,
+    /// Settings.
+    pub config: Config,
+    /// Providers.
+    pub registry: ProviderRegistry,
+    /// Kubernetes IO for providers and template sources.
+    pub kube: Arc<dyn KubeAccess>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Store lookup.
+    pub stores: CachedStores,
+    /// Templates.
+    pub templates: Arc<dyn TemplateEngine>,
+    es_recorder: Recorder,
+    failures: Mutex<HashMap<(String, String, String), u32>>,
+}
+
+impl Context {
+    fn failures_inc(&self, key: (String, String, String)) -> u32 {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let n = f.entry(key).or_insert(0);
+        let cur = *n;
+        *n = n.saturating_add(1);
+        cur
+    }
+
+    fn failures_reset(&self, key: &(String, String, String)) {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        f.remove(key);
+    }
+}
+
+fn now_seconds() -> DateTime<Utc> {
+    let n = Utc::now();
+    DateTime::from_timestamp(n.timestamp(), 0).unwrap_or(n)
+}
+
+fn jitter_for(interval: Duration) -> Duration {
+    let max = refresh::max_jitter(interval).as_millis() as u64;
+    if max == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_millis(rand::random_range(0..max))
+}
+
+fn to_action(r: Requeue) -> Action {
+    match r {
+        Requeue::Never => Action::await_change(),
+        Requeue::Now => Action::requeue(Duration::from_millis(10)),
+        Requeue::After(d) => Action::requeue(d),
+    }
+}
+
+async fn publish(recorder: &Recorder, es: &ExternalSecret, ev: &EventRec) {
+    let reference = es.object_ref(&());
+    let e = KubeEvent {
+        type_: match ev.type_ {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        },
+        reason: ev.reason.clone(),
+        note: Some(ev.message.clone()),
+        action: ev.reason.clone(),
+        secondary: None,
+    };
+    if let Err(err) = recorder.publish(&e, &reference).await {
+        warn!(error = %err, "failed to publish event");
+    }
+}
+
+async fn write_status(
+    api: &Api<ExternalSecret>,
+    name: &str,
+    st: &EsStatus,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({ "status": status_json(st) });
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    esr_provider::error::kube_status_code(e) == Some(409)
+}
+
+/// The ExternalSecret reconciler.
+pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let name = es.name_any();
+    let ns = es.namespace().unwrap_or_default();
+    let labels = ResourceLabels {
+        name: name.clone(),
+        namespace: ns.clone(),
+    };
+    ctx.metrics.sync_calls.get_or_create(&labels).inc();
+    let result = reconcile_es_inner(&es, &ctx).await;
+    ctx.metrics
+        .es_duration
+        .get_or_create(&labels)
+        .set(started.elapsed().as_nanos() as f64);
+    let key = ("ExternalSecret".to_string(), ns, name);
+    match &result {
+        Ok(_) => ctx.failures_reset(&key),
+        Err(_) => ctx.metrics.sync_calls_error.get_or_create(&labels).inc(),
+    }
+    result
+}
+
+async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action, Error> {
+    let name = es.name_any();
+    let ns = es.namespace().unwrap_or_default();
+    let api: Api<ExternalSecret> = Api::namespaced(ctx.client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let start = now_seconds();
+    let mut view: EsView = es_view(es, None);
+    // esr-api's status has no observedGeneration: assume it is current so that it never causes a write.
+    view.status.observed_generation = Some(view.generation);
+
+    // ES deletion: honour deletionPolicy, then drop the finalizer.
+    if es.meta().deletion_timestamp.is_some() {
+        if es.finalizers().iter().any(|f| f == plan::FINALIZER) {
+            let existing = secrets.get_opt(&view.target_name).await?;
+            if plan::delete_target_on_es_deletion(&view, existing.as_ref()) {
+                match secrets
+                    .delete(&view.target_name, &DeleteParams::default())
+                    .await
+                {
+                    Ok(_) => {
+                        info!(es = %name, namespace = %ns, secret = %view.target_name, "deleted target secret")
+                    }
+                    Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let remaining: Vec<String> = es
+                .finalizers()
+                .iter()
+                .filter(|f| *f != plan::FINALIZER)
+                .cloned()
+                .collect();
+            let patch = serde_json::json!({"metadata": {"finalizers": remaining, "resourceVersion": es.resource_version()}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        ctx.metrics.forget(&name, &ns);
+        return Ok(Action::await_change());
+    }
+    if !es.finalizers().iter().any(|f| f == plan::FINALIZER) {
+        let mut f = es.finalizers().to_vec();
+        f.push(plan::FINALIZER.to_string());
+        let patch = serde_json::json!({"metadata": {"finalizers": f}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    if !ctx.config.cluster_stores
+        && es.spec.secret_store_ref.as_ref().and_then(|r| r.kind)
+            == Some(esr_api::v1::SecretStoreKind::ClusterSecretStore)
+    {
+        debug!(es = %name, "skipping: ClusterSecretStore reconciler disabled");
+        return Ok(Action::await_change());
+    }
+
+    let existing = secrets.get_opt(&view.target_name).await?;
+    let jitter = jitter_for(view.refresh_interval);
+    match plan::decide(&view, existing.as_ref(), start, jitter) {
+        Decision::Skip { requeue, status } => {
+            if let Some(st) = status {
+                write_status(&api, &name, &st).await?;
+            }
+            debug!(es = %name, namespace = %ns, "skipping refresh");
+            return Ok(to_action(requeue));
+        }
+        Decision::Sync => {}
+    }
+
+    let env = FetchEnv {
+        lookup: &ctx.stores,
+        registry: &ctx.registry,
+        kube: ctx.kube.clone(),
+        recorder: Arc::new(ctx.metrics.clone()),
+        resolve: ResolveOptions {
+            controller_class: ctx.config.controller_class.clone(),
+            flood_gate: ctx.config.flood_gate,
+        },
+        transformer: ctx.templates.transformer(),
+    };
+    let provider: Result<Assembled, String> = match fetch(&env, es).await {
+        Fetched::Skip => {
+            debug!(es = %name, "skipping: store of another controller class");
+            return Ok(Action::await_change());
+        }
+        Fetched::Data(d) => d,
+    };
+
+    let owned: Vec<String> = if view.creation == plan::CreationPolicy::Owner {
+        let selector = format!(
+            "{LABEL_OWNER}={}",
+            crate::hash::created_by_label(&ns, &name)
+        );
+        secrets
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|m| m.metadata.name)
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let sources = load_sources(ctx.kube.as_ref(), es).await;
+    let renderer = ctx.templates.renderer(es, &sources);
+    let p = plan::plan(PlanInput {
+        es: &view,
+        provider,
+        existing: existing.as_ref(),
+        owned_secret_names: &owned,
+        renderer: renderer.as_ref(),
+        start,
+        jitter,
+    });
+    drop(renderer);
+
+    for ev in &p.events {
+        publish(&ctx.es_recorder, es, ev).await;
+    }
+    let mut status = p.status.clone();
+    let mut outcome = p.outcome.clone();
+    if !matches!(outcome, Outcome::Retry(_)) || !matches!(p.write, SecretWrite::None) {
+        for orphan in &p.delete_orphans {
+            match secrets.delete(orphan, &DeleteParams::default()).await {
+                Ok(_) => publish(&ctx.es_recorder, es, &plan::orphan_deleted_event()).await,
+                Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
+                Err(e) => {
+                    let (st, ev) = plan::mark_failed(
+                        &view,
+                        &view.status,
+                        plan::msg::ERR_DELETE_ORPHANED,
+                        &e.to_string(),
+                        start,
+                    );
+                    publish(&ctx.es_recorder, es, &ev).await;
+                    write_status(&api, &name, &st).await?;
+                    return Err(Error::Sync(e.to_string()));
+                }
+            }
+        }
+        let fm = view.field_manager();
+        let pp = PostParams {
+            field_manager: Some(fm),
+            ..Default::default()
+        };
+        let res = match &p.write {
+            SecretWrite::None => Ok(()),
+            SecretWrite::Create(s) => secrets.create(&pp, s).await.map(|_| ()),
+            SecretWrite::Update(s) => secrets.replace(&view.target_name, &pp, s).await.map(|_| ()),
+            SecretWrite::Delete(n) => match secrets.delete(n, &DeleteParams::default()).await {
+                Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => Ok(()),
+                other => other.map(|_| ()),
+            },
+        };
+        match res {
+            Ok(()) => {
+                if let Some(ev) = &p.write_event {
+                    publish(&ctx.es_recorder, es, ev).await;
+                }
+            }
+            Err(e) if is_conflict(&e) => {
+                debug!(es = %name, "conflict while writing secret, requeueing");
+                return Ok(Action::requeue(Duration::from_millis(10)));
+            }
+            Err(e) => {
+                let (msg, text) = match (&p.write, &outcome) {
+                    (_, Outcome::Terminal(t)) => (plan::msg::ERR_IMMUTABLE, format!("{t}; {e}")),
+                    (SecretWrite::Delete(_), _) => (plan::msg::ERR_DELETE, e.to_string()),
+                    (SecretWrite::Create(_), _) => (plan::msg::ERR_UPDATE, e.to_string()),
+                    _ => (
+                        plan::msg::ERR_UPDATE,
+                        format!("unable to update secret {}: {e}", view.target_name),
+                    ),
+                };
+                let (st, ev) = plan::mark_failed(&view, &view.status, msg, &text, start);
+                publish(&ctx.es_recorder, es, &ev).await;
+                status = st;
+                outcome = Outcome::Retry(text);
+            }
+        }
+    }
+
+    if status != view.status
+        && let Err(e) = write_status(&api, &name, &status).await
+    {
+        if is_conflict(&e) {
+            return Ok(Action::requeue(Duration::from_millis(10)));
+        }
+        return Err(e.into());
+    }
+    if let Some(c) = status.ready() {
+        Metrics::set_condition(&ctx.metrics.es_condition, &name, &ns, "Ready", &c.status);
+    }
+    match outcome {
+        Outcome::Done => {
+            if p.write != SecretWrite::None {
+                info!(es = %name, namespace = %ns, "reconciled secret");
+            }
+            Ok(to_action(p.requeue))
+        }
+        Outcome::Terminal(t) => {
+            warn!(es = %name, namespace = %ns, error = %t, "sync failed (terminal until the next change)");
+            ctx.metrics
+                .sync_calls_error
+                .get_or_create(&ResourceLabels {
+                    name,
+                    namespace: ns,
+                })
+                .inc();
+            Ok(Action::await_change())
+        }
+        Outcome::Retry(t) => Err(Error::Sync(t)),
+    }
+}
+
+/// Backoff policy of the ExternalSecret controller: 1s × 2^n up to 7 minutes.
+pub fn es_error_policy(es: Arc<ExternalSecret>, err: &Error, ctx: Arc<Context>) -> Action {
+    let key = (
+        "ExternalSecret".to_string(),
+        es.namespace().unwrap_or_default(),
+        es.name_any(),
+    );
+    let n = ctx.failures_inc(key);
+    let delay = refresh::backoff(n);
+    warn!(es = %es.name_any(), namespace = %es.namespace().unwrap_or_default(), error = %err, retry_in = ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    es.metadata.generation.hash(&mut h);
+    es.labels().hash(&mut h);
+    es.annotations().hash(&mut h);
+    es.finalizers().hash(&mut h);
+    es.metadata
+        .deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .hash(&mut h);
+    Some(h.finish())
+}
+
+fn ready_hash<K: serde::Serialize>(obj: &K) -> Option<u64> {
+    let v = serde_json::to_value(obj).ok()?;
+    let ready = v
+        .pointer("/status/conditions")
+        .and_then(|c| c.as_array())
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))
+        })
+        .and_then(|c| c.get("status"))
+        .and_then(|s| s.as_str())
+        .unwrap_or("")
+        .to_string();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ready.hash(&mut h);
+    Some(h.finish())
+}
+
+/// ExternalSecrets (from the cache) targeting `namespace/secret`.
+pub fn es_for_secret(
+    store: &Store<ExternalSecret>,
+    namespace: &str,
+    secret: &str,
+) -> Vec<ObjectRef<ExternalSecret>> {
+    store
+        .state()
+        .iter()
+        .filter(|es| es.namespace().as_deref() == Some(namespace))
+        .filter(|es| {
+            let target = es
+                .spec
+                .target
+                .as_ref()
+                .and_then(|t| t.name.clone())
+                .filter(|n| !n.is_empty());
+            target.unwrap_or_else(|| es.name_any()) == secret
+        })
+        .map(|es| ObjectRef::from_obj(&**es))
+        .collect()
+}
+
+/// ExternalSecrets (from the cache) that use a store.
+pub fn es_for_store(
+    store: &Store<ExternalSecret>,
+    kind: StoreKind,
+    namespace: Option<&str>,
+    name: &str,
+) -> Vec<ObjectRef<ExternalSecret>> {
+    let wanted = StoreRef {
+        kind,
+        name: name.to_string(),
+    };
+    store
+        .state()
+        .iter()
+        .filter(|es| kind.is_cluster() || es.namespace().as_deref() == namespace)
+        .filter(|es| referenced_stores(es).contains(&wanted))
+        .map(|es| ObjectRef::from_obj(&**es))
+        .collect()
+}
+
+/// Everything needed to run the controllers.
+pub struct Runtime {
+    /// Shared context.
+    pub ctx: Arc<Context>,
+    ss_reader: Store<SecretStore>,
+    css_reader: Store<ClusterSecretStore>,
+    ss_writer: reflector::store::Writer<SecretStore>,
+    css_writer: reflector::store::Writer<ClusterSecretStore>,
+}
+
+impl Runtime {
+    /// Builds the context.
+    pub fn new(
+        client: Client,
+        config: Config,
+        registry: ProviderRegistry,
+        kube: Arc<dyn KubeAccess>,
+        metrics: Metrics,
+        templates: Arc<dyn TemplateEngine>,
+    ) -> Self {
+        let (ss_reader, ss_writer) = reflector::store();
+        let (css_reader, css_writer) = reflector::store();
+        let reporter = Reporter {
+            controller: esr_api::consts::EVENT_SOURCE_ES.to_string(),
+            instance: config.instance.clone(),
+        };
+        let ctx = Arc::new(Context {
+            es_recorder: Recorder::new(client.clone(), reporter),
+            stores: CachedStores {
+                client: client.clone(),
+                ss: ss_reader.clone(),
+                css: css_reader.clone(),
+            },
+            client,
+            config,
+            registry,
+            kube,
+            metrics,
+            templates,
+            failures: Mutex::new(HashMap::new()),
+        });
+        Runtime {
+            ctx,
+            ss_reader,
+            css_reader,
+            ss_writer,
+            css_writer,
+        }
+    }
+
+    /// Runs the ExternalSecret controller and the store controllers until `shutdown` resolves.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    ) {
+        let ctx = self.ctx.clone();
+        let client = ctx.client.clone();
+        let ns = ctx.config.namespace.clone();
+        let es_api: Api<ExternalSecret> = match &ns {
+            Some(n) => Api::namespaced(client.clone(), n),
+            None => Api::all(client.clone()),
+        };
+        let secret_api: Api<PartialObjectMeta<Secret>> = match &ns {
+            Some(n) => Api::namespaced(client.clone(), n),
+            None => Api::all(client.clone()),
+        };
+        let ss_api: Api<SecretStore> = match &ns {
+            Some(n) => Api::namespaced(client.clone(), n),
+            None => Api::all(client.clone()),
+        };
+        let css_api: Api<ClusterSecretStore> = Api::all(client.clone());
+
+        let (es_reader, es_writer) = reflector::store();
+        let es_stream =
+            reflector::reflector(es_writer, watcher(es_api, watcher::Config::default()))
+                .default_backoff()
+                .applied_objects()
+                .predicate_filter(es_trigger_hash, Default::default());
+
+        let managed = format!("{LABEL_MANAGED}=true");
+        let secret_stream = watcher(secret_api, watcher::Config::default().labels(&managed))
+            .default_backoff()
+            .touched_objects()
+            .predicate_filter(predicates::resource_version, Default::default());
+
+        let ss_stream =
+            reflector::reflector(self.ss_writer, watcher(ss_api, watcher::Config::default()))
+                .default_backoff()
+                .applied_objects()
+                .predicate_filter(ready_hash::<SecretStore>, Default::default());
+        let css_stream = reflector::reflector(
+            self.css_writer,
+            watcher(css_api.clone(), watcher::Config::default()),
+        )
+        .default_backoff()
+        .applied_objects()
+        .predicate_filter(ready_hash::<ClusterSecretStore>, Default::default());
+
+        let r1 = es_reader.clone();
+        let r2 = es_reader.clone();
+        let r3 = es_reader.clone();
+        let shutdown_all = futures::future::FutureExt::shared(shutdown);
+        let s1 = shutdown_all.clone();
+        let es_controller = Controller::for_stream(es_stream, es_reader)
+            .with_config(
+                kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
+            )
+            .watches_stream(secret_stream, move |s| {
+                let ns = s.namespace().unwrap_or_default();
+                es_for_secret(&r1, &ns, &s.name_any())
+            })
+            .watches_stream(ss_stream, move |s: SecretStore| {
+                let ns = s.namespace();
+                es_for_store(&r2, StoreKind::SecretStore, ns.as_deref(), &s.name_any())
+            })
+            .watches_stream(css_stream, move |s: ClusterSecretStore| {
+                es_for_store(&r3, StoreKind::ClusterSecretStore, None, &s.name_any())
+            })
+            .graceful_shutdown_on(s1)
+            .run(reconcile_es, es_error_policy, ctx.clone())
+            .for_each(|res| async move {
+                if let Err(e) = res {
+                    debug!(error = %e, "controller event");
+                }
+            });
+
+        let stores = crate::stores::StoreControllers::new(ctx.clone());
+        let s2 = shutdown_all.clone();
+        let s3 = shutdown_all.clone();
+        let ss_ctrl = stores.run_secret_stores(ns.clone(), s2);
+        let css_ctrl = stores.run_cluster_secret_stores(s3);
+        let _ = (&self.ss_reader, &self.css_reader);
+        if ctx.config.cluster_stores {
+            tokio::join!(es_controller, ss_ctrl, css_ctrl);
+        } else {
+            tokio::join!(es_controller, ss_ctrl);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Prometheus metrics with ESO's names and labels (eso-inventory §5.7).
+//!
+//! prometheus-client appends `_total` to counters (OpenMetrics). ESO's `externalsecret_sync_calls_total`
+//! is therefore registered as the counter `externalsecret_sync_calls`; the ESO counters whose names do
+//! not end in `_total` (`externalsecret_sync_calls_error`, `externalsecret_provider_api_calls_count`)
+//! use [`PlainCounter`], exposed with type `unknown` so the sample name is exactly ESO's.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use esr_provider::{CallRecorder, CallStatus};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
+
+/// `name, namespace`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    /// Resource name.
+    pub name: String,
+    /// Resource namespace ("" for cluster-scoped).
+    pub namespace: String,
+}
+
+/// `name, namespace, condition, status`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConditionLabels {
+    /// Resource name.
+    pub name: String,
+    /// Resource namespace.
+    pub namespace: String,
+    /// Condition type.
+    pub condition: String,
+    /// `True`/`False`.
+    pub status: String,
+}
+
+/// `provider, call, status`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    /// e.g. `Kubernetes`.
+    pub provider: String,
+    /// e.g. `GetSecret`.
+    pub call: String,
+    /// `success` / `error`.
+    pub status: String,
+}
+
+/// A monotonic counter encoded without the `_total` suffix.
+#[derive(Debug, Default, Clone)]
+pub struct PlainCounter(Arc<AtomicU64>);
+
+impl PlainCounter {
+    /// +1.
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Current value.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl TypedMetric for PlainCounter {
+    const TYPE: MetricType = MetricType::Unknown;
+}
+
+impl EncodeMetric for PlainCounter {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&(self.get() as i64))
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Unknown
+    }
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// All metrics of the controller.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    /// `externalsecret_sync_calls_total`.
+    pub sync_calls: Family<ResourceLabels, Counter>,
+    /// `externalsecret_sync_calls_error`.
+    pub sync_calls_error: Family<ResourceLabels, PlainCounter>,
+    /// `externalsecret_status_condition`.
+    pub es_condition: Family<ConditionLabels, FloatGauge>,
+    /// `externalsecret_reconcile_duration` (nanoseconds).
+    pub es_duration: Family<ResourceLabels, FloatGauge>,
+    /// `externalsecret_provider_api_calls_count`.
+    pub provider_calls: Family<CallLabels, PlainCounter>,
+    /// `secretstore_status_condition`.
+    pub ss_condition: Family<ConditionLabels, FloatGauge>,
+    /// `secretstore_reconcile_duration`.
+    pub ss_duration: Family<ResourceLabels, FloatGauge>,
+    /// `clustersecretstore_status_condition`.
+    pub css_condition: Family<ConditionLabels, FloatGauge>,
+    /// `clustersecretstore_reconcile_duration`.
+    pub css_duration: Family<ResourceLabels, FloatGauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let m = Metrics {
+            registry: Arc::new(Registry::default()),
+            sync_calls: Family::default(),
+            sync_calls_error: Family::default(),
+            es_condition: Family::default(),
+            es_duration: Family::default(),
+            provider_calls: Family::default(),
+            ss_condition: Family::default(),
+            ss_duration: Family::default(),
+            css_condition: Family::default(),
+            css_duration: Family::default(),
+        };
+        registry.register(
+            "externalsecret_sync_calls",
+            "Total number of the External Secret sync calls",
+            m.sync_calls.clone(),
+        );
+        registry.register(
+            "externalsecret_sync_calls_error",
+            "Total number of the External Secret sync errors",
+            m.sync_calls_error.clone(),
+        );
+        registry.register(
+            "externalsecret_status_condition",
+            "The status condition of a specific External Secret",
+            m.es_condition.clone(),
+        );
+        registry.register(
+            "externalsecret_reconcile_duration",
+            "The duration time to reconcile the External Secret",
+            m.es_duration.clone(),
+        );
+        registry.register(
+            "externalsecret_provider_api_calls_count",
+            "Number of API calls towards the secret provider",
+            m.provider_calls.clone(),
+        );
+        registry.register(
+            "secretstore_status_condition",
+            "The status condition of a specific Secret Store",
+            m.ss_condition.clone(),
+        );
+        registry.register(
+            "secretstore_reconcile_duration",
+            "The duration time to reconcile the Secret Store",
+            m.ss_duration.clone(),
+        );
+        registry.register(
+            "clustersecretstore_status_condition",
+            "The status condition of a specific Cluster Secret Store",
+            m.css_condition.clone(),
+        );
+        registry.register(
+            "clustersecretstore_reconcile_duration",
+            "The duration time to reconcile the Cluster Secret Store",
+            m.css_duration.clone(),
+        );
+        Metrics {
+            registry: Arc::new(registry),
+            ..m
+        }
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Sets a condition gauge pair: `status` gets 1 and the opposite status 0 (ESO behaviour).
+    pub fn set_condition(
+        family: &Family<ConditionLabels, FloatGauge>,
+        name: &str,
+        namespace: &str,
+        condition: &str,
+        status: &str,
+    ) {
+        let (on, off) = match status {
+            "True" => ("True", "False"),
+            _ => ("False", "True"),
+        };
+        let l = |s: &str| ConditionLabels {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            condition: condition.to_string(),
+            status: s.to_string(),
+        };
+        family.get_or_create(&l(on)).set(1.0);
+        family.get_or_create(&l(off)).set(0.0);
+    }
+
+    /// Removes every series of a deleted resource.
+    pub fn forget(&self, name: &str, namespace: &str) {
+        let r = ResourceLabels {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+        };
+        self.sync_calls.remove(&r);
+        self.sync_calls_error.remove(&r);
+        self.es_duration.remove(&r);
+        for s in ["True", "False"] {
+            self.es_condition.remove(&ConditionLabels {
+                name: name.to_string(),
+                namespace: namespace.to_string(),
+                condition: "Ready".to_string(),
+                status: s.to_string(),
+            });
+        }
+    }
+}
+
+impl CallRecorder for Metrics {
+    fn record(&self, provider: &str, call: &str, status: CallStatus) {
+        self.provider_calls
+            .get_or_create(&CallLabels {
+                provider: provider.to_string(),
+                call: call.to_string(),
+                status: status.eso_label().to_string(),
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_eso() {
+        let m = Metrics::new();
+        let r = ResourceLabels {
+            name: "db".into(),
+            namespace: "app".into(),
+        };
+        m.sync_calls.get_or_create(&r).inc();
+        m.sync_calls_error.get_or_create(&r).inc();
+        m.es_duration.get_or_create(&r).set(1500.0);
+        Metrics::set_condition(&m.es_condition, "db", "app", "Ready", "True");
+        m.record("Kubernetes", "GetSecret", CallStatus::Success);
+        let text = m.encode();
+        assert!(
+            text.contains("externalsecret_sync_calls_total{name=\"db\",namespace=\"app\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("externalsecret_sync_calls_error{name=\"db\",namespace=\"app\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("externalsecret_reconcile_duration{name=\"db\",namespace=\"app\"} 1500"),
+            "{text}"
+        );
+        assert!(
+            text.contains("externalsecret_status_condition{name=\"db\",namespace=\"app\",condition=\"Ready\",status=\"True\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("externalsecret_status_condition{name=\"db\",namespace=\"app\",condition=\"Ready\",status=\"False\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("externalsecret_provider_api_calls_count{provider=\"Kubernetes\",call=\"GetSecret\",status=\"success\"} 1"),
+            "{text}"
+        );
+        m.forget("db", "app");
+        assert!(!m.encode().contains("name=\"db\""));
+    }
+}
