@@ -49,7 +49,7 @@ struct ClientKey {
     name: String,
     kind: StoreKind,
     generation: i64,
-    namespace: Option<String>,
+    referent_unresolved: bool,
     credentials: String,
     spec_hash: String,
 }
@@ -97,9 +97,11 @@ impl AwsProvider {
     }
 
     /// The client for `store` used from `es_namespace` (None: the store controller validating).
-    /// Clients are reused while the store uid/generation, the resolved credentials and the
-    /// namespace (when it matters) stay the same, so STS and the caches are not rebuilt per
-    /// reconcile.
+    /// Clients are reused while the store uid/generation/spec and the resolved credentials stay
+    /// the same, so STS and the caches are not rebuilt per reconcile. ExternalSecrets of different
+    /// namespaces share a client when their credentials resolve identically (the credentials
+    /// identity covers the keys, the role chain and the session tags, which carry the namespace
+    /// under `sessionTagsPolicy`).
     pub async fn client(
         &self,
         spec_json: &serde_json::Value,
@@ -113,11 +115,6 @@ impl AwsProvider {
         let retry_cfg = retry_config(retry)?;
         let referent = store.kind == StoreKind::ClusterSecretStore && spec.is_referent();
         let referent_unresolved = referent && es_namespace.is_none();
-        let uses_namespace = referent
-            || matches!(
-                spec.session_tags_policy.as_deref(),
-                Some("Simple") | Some("Custom")
-            );
         let base = if referent_unresolved {
             Base::DefaultChain
         } else {
@@ -130,11 +127,7 @@ impl AwsProvider {
             name: store.name.clone(),
             kind: store.kind,
             generation: store.generation,
-            namespace: if uses_namespace {
-                es_namespace.map(str::to_string)
-            } else {
-                None
-            },
+            referent_unresolved,
             credentials: credentials_identity(&base, &spec, &session_tags),
             spec_hash: spec_hash(&spec, retry),
         };
