@@ -782,3 +782,162 @@ pub struct ExternalSecretStatusCondition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<Time>,
 }
+
+impl ExternalSecretSpec {
+    /// `target.creationPolicy` with the CRD default (`Owner`) applied.
+    pub fn creation_policy(&self) -> CreationPolicy {
+        self.target
+            .as_ref()
+            .and_then(|t| t.creation_policy)
+            .unwrap_or_default()
+    }
+
+    /// `target.deletionPolicy` with the CRD default (`Retain`) applied.
+    pub fn deletion_policy(&self) -> DeletionPolicy {
+        self.target
+            .as_ref()
+            .and_then(|t| t.deletion_policy)
+            .unwrap_or_default()
+    }
+
+    /// `refreshPolicy`; empty means `Periodic`.
+    pub fn refresh_policy(&self) -> RefreshPolicy {
+        self.refresh_policy.unwrap_or(RefreshPolicy::Periodic)
+    }
+
+    /// `refreshInterval` parsed as a Go duration, with the CRD default (`1h0m0s`) applied.
+    pub fn refresh_interval(
+        &self,
+    ) -> Result<crate::duration::GoDuration, crate::duration::DurationError> {
+        crate::duration::parse(
+            self.refresh_interval
+                .as_deref()
+                .unwrap_or(crate::consts::DEFAULT_REFRESH_INTERVAL),
+        )
+    }
+}
+
+impl ExternalSecret {
+    /// Name of the target object: `spec.target.name`, or the ExternalSecret's own name.
+    pub fn target_name(&self) -> String {
+        self.spec
+            .target
+            .as_ref()
+            .and_then(|t| t.name.clone())
+            .filter(|n| !n.is_empty())
+            .or_else(|| self.metadata.name.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl SecretStoreRef {
+    /// The store kind; empty means `SecretStore`.
+    pub fn kind_or_default(&self) -> SecretStoreKind {
+        self.kind.unwrap_or_default()
+    }
+}
+
+impl SecretStoreKind {
+    /// The kind's name as written in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SecretStore => "SecretStore",
+            Self::ClusterSecretStore => "ClusterSecretStore",
+        }
+    }
+}
+
+impl CreationPolicy {
+    /// The policy's name as written in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "Owner",
+            Self::Orphan => "Orphan",
+            Self::Merge => "Merge",
+            Self::None => "None",
+            Self::CreateOrMerge => "CreateOrMerge",
+        }
+    }
+}
+
+impl DeletionPolicy {
+    /// The policy's name as written in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delete => "Delete",
+            Self::Merge => "Merge",
+            Self::Retain => "Retain",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_applied_by_accessors() {
+        let spec = ExternalSecretSpec::default();
+        assert_eq!(spec.creation_policy(), CreationPolicy::Owner);
+        assert_eq!(spec.deletion_policy(), DeletionPolicy::Retain);
+        assert_eq!(spec.refresh_policy(), RefreshPolicy::Periodic);
+        assert_eq!(spec.refresh_interval().unwrap().to_string(), "1h0m0s");
+        let spec = ExternalSecretSpec {
+            refresh_interval: Some("15s".into()),
+            target: Some(ExternalSecretTarget {
+                creation_policy: Some(CreationPolicy::Merge),
+                deletion_policy: Some(DeletionPolicy::Delete),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(spec.creation_policy(), CreationPolicy::Merge);
+        assert_eq!(spec.deletion_policy(), DeletionPolicy::Delete);
+        assert_eq!(spec.refresh_interval().unwrap().as_nanos(), 15_000_000_000);
+    }
+
+    #[test]
+    fn target_name_falls_back_to_es_name() {
+        let mut es = ExternalSecret::new("my-es", ExternalSecretSpec::default());
+        assert_eq!(es.target_name(), "my-es");
+        es.spec.target = Some(ExternalSecretTarget {
+            name: Some("other".into()),
+            ..Default::default()
+        });
+        assert_eq!(es.target_name(), "other");
+    }
+
+    #[test]
+    fn enums_serialise_as_eso_strings() {
+        assert_eq!(
+            serde_json::to_value(DecodingStrategy::Base64Url).unwrap(),
+            "Base64URL"
+        );
+        assert_eq!(serde_json::to_value(MergeStrategy::Json).unwrap(), "JSON");
+        assert_eq!(
+            serde_json::to_value(SyncWindowKind::Allow).unwrap(),
+            "allow"
+        );
+        assert_eq!(
+            serde_json::to_value(TemplateEngineVersion::V2).unwrap(),
+            "v2"
+        );
+        assert_eq!(
+            serde_json::to_value(GeneratorRefKind::EcrAuthorizationToken).unwrap(),
+            "ECRAuthorizationToken"
+        );
+        for kind in [
+            GeneratorRefKind::Uuid,
+            GeneratorRefKind::SshKey,
+            GeneratorRefKind::Mfa,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        assert_eq!(
+            TemplateTarget::parse("annotations"),
+            Some(TemplateTarget::Annotations)
+        );
+        assert_eq!(TemplateTarget::parse(""), Some(TemplateTarget::Data));
+        assert_eq!(TemplateTarget::parse("spec.foo"), None);
+    }
+}

@@ -621,3 +621,102 @@ impl SecretStoreProvider {
         keys
     }
 }
+
+impl SecretStoreSpec {
+    /// `refreshInterval` as a duration: an integer is seconds, a string is a Go duration. `None`
+    /// when unset, empty or zero (the controller's default interval applies then). Negative values
+    /// are returned as they are (ESO's webhook rejects them).
+    pub fn refresh_interval_duration(
+        &self,
+    ) -> Result<Option<crate::duration::GoDuration>, crate::duration::DurationError> {
+        let d = match &self.refresh_interval {
+            None => return Ok(None),
+            Some(IntOrString::Int(secs)) => {
+                crate::duration::GoDuration::from_secs(i64::from(*secs))
+            }
+            Some(IntOrString::String(s)) if s.is_empty() => return Ok(None),
+            Some(IntOrString::String(s)) => crate::duration::parse(s)?,
+        };
+        Ok((!d.is_zero()).then_some(d))
+    }
+}
+
+impl SecretStoreProvider {
+    /// The single configured provider key, or `None` when zero or several are set.
+    pub fn single_key(&self) -> Option<&'static str> {
+        match self.configured_keys().as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// Whether esr implements the configured provider.
+    pub fn is_implemented(&self) -> bool {
+        self.single_key()
+            .is_some_and(|k| IMPLEMENTED_PROVIDER_KEYS.contains(&k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_refresh_interval_int_or_string() {
+        let mut spec = SecretStoreSpec::default();
+        assert_eq!(spec.refresh_interval_duration().unwrap(), None);
+        spec.refresh_interval = Some(IntOrString::Int(30));
+        assert_eq!(
+            spec.refresh_interval_duration()
+                .unwrap()
+                .map(|d| d.to_string()),
+            Some("30s".to_owned())
+        );
+        spec.refresh_interval = Some(IntOrString::String("5m".into()));
+        assert_eq!(
+            spec.refresh_interval_duration()
+                .unwrap()
+                .map(|d| d.to_string()),
+            Some("5m0s".to_owned())
+        );
+        spec.refresh_interval = Some(IntOrString::Int(0));
+        assert_eq!(spec.refresh_interval_duration().unwrap(), None);
+        spec.refresh_interval = Some(IntOrString::String("bogus".into()));
+        assert!(spec.refresh_interval_duration().is_err());
+    }
+
+    #[test]
+    fn provider_keys_and_opaque_providers() {
+        let provider: SecretStoreProvider = serde_json::from_value(
+            serde_json::json!({"gcpsm": {"projectID": "p", "auth": {"x": 1}}}),
+        )
+        .unwrap();
+        assert_eq!(provider.single_key(), Some("gcpsm"));
+        assert!(!provider.is_implemented());
+        // Opaque providers keep every field.
+        assert_eq!(
+            serde_json::to_value(&provider).unwrap(),
+            serde_json::json!({"gcpsm": {"projectID": "p", "auth": {"x": 1}}})
+        );
+        let provider: SecretStoreProvider =
+            serde_json::from_value(serde_json::json!({"fake": {"data": []}})).unwrap();
+        assert!(provider.is_implemented());
+        assert_eq!(PROVIDER_KEYS.len(), 43);
+        let all: std::collections::BTreeSet<_> = PROVIDER_KEYS.iter().collect();
+        assert_eq!(all.len(), 43);
+        // Every key in PROVIDER_KEYS is a field of SecretStoreProvider.
+        for key in PROVIDER_KEYS {
+            let body = match key {
+                "aws" => serde_json::json!({"service": "SecretsManager", "region": "r"}),
+                "azurekv" => serde_json::json!({"vaultUrl": "u"}),
+                "vault" => serde_json::json!({"server": "s"}),
+                "fake" => serde_json::json!({"data": []}),
+                _ => serde_json::json!({}),
+            };
+            let p: SecretStoreProvider =
+                serde_json::from_value(serde_json::json!({ key: body })).unwrap();
+            assert_eq!(p.configured_keys(), vec![key], "{key}");
+            assert_eq!(p.is_implemented(), IMPLEMENTED_PROVIDER_KEYS.contains(&key));
+        }
+    }
+}
