@@ -16,12 +16,16 @@
 #![allow(clippy::collapsible_if, clippy::collapsible_match)]
 
 pub mod cast;
+pub mod crypto;
 pub mod encoding;
+pub mod eso;
+pub mod gopem;
 pub mod goregex;
 pub mod gostr;
 pub mod gotime;
 pub mod gourl;
 pub mod json;
+pub mod keys;
 pub mod objects;
 pub mod paths;
 pub mod semver;
@@ -35,4 +39,6 @@ pub fn install(map: &mut FuncMap) {
     sprig::install(map);
     goregex::install(map);
     gourl::install(map);
+    crypto::install(map);
+    eso::install(map);
 }
