@@ -315,6 +315,10 @@ fn normalize(node: &mut Value, path: &str) {
     }
     obj.remove("title");
     obj.remove("$schema");
+    // Doc comments are wrapped at 100 columns; join the wrapped lines, keep paragraphs.
+    if let Some(Value::String(text)) = obj.get_mut("description") {
+        *text = unwrap_lines(text);
+    }
     if obj.get("default") == Some(&Value::Null) {
         obj.remove("default");
     }
@@ -341,5 +345,38 @@ fn normalize(node: &mut Value, path: &str) {
     }
     if let Some(not) = obj.get_mut("not") {
         normalize(not, path);
+    }
+}
+
+/// Joins lines wrapped inside a paragraph; paragraphs (blank lines) are kept.
+fn unwrap_lines(text: &str) -> String {
+    text.split("\n\n")
+        .map(|para| {
+            para.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwrap_lines_joins_wrapped_lines_only() {
+        assert_eq!(unwrap_lines("a b\nc d\n\ne"), "a b c d\n\ne");
+        assert_eq!(unwrap_lines("single"), "single");
+    }
+
+    #[test]
+    fn nullable_is_kept_only_on_refresh_time() {
+        let crds = crds().unwrap();
+        let text = serde_json::to_string(&crds).unwrap();
+        // ES v1, ES v1beta1 (copy) and PushSecret keep it; nothing else has it.
+        assert_eq!(text.matches("\"nullable\":true").count(), 3);
     }
 }
