@@ -696,14 +696,8 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<Cause>> {
             ));
             continue;
         }
-        for (field, msg) in crate::schema::structural_errors(&schema) {
-            let field = if field.is_empty() {
-                base.clone()
-            } else {
-                format!("{base}.{field}")
-            };
-            let (reason, m) = classify(&msg);
-            causes.push(Cause::new(reason, m, field));
+        for (field, msg, reason) in crate::schema::structural_errors(&schema, &base) {
+            causes.push(Cause::new(&reason, msg, field));
         }
         let compiled = match crate::schema::CompiledSchema::new(&schema) {
             Ok(c) => Some(Arc::new(c)),
@@ -765,20 +759,6 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<Cause>> {
         Ok(out)
     } else {
         Err(causes)
-    }
-}
-
-fn classify(msg: &str) -> (&'static str, String) {
-    if msg.starts_with("Required value") {
-        ("FieldValueRequired", msg.to_string())
-    } else if msg.starts_with("Forbidden") {
-        ("FieldValueForbidden", msg.to_string())
-    } else if msg.starts_with("Unsupported value") {
-        ("FieldValueNotSupported", msg.to_string())
-    } else if msg.starts_with("Invalid value") {
-        ("FieldValueInvalid", msg.to_string())
-    } else {
-        ("FieldValueInvalid", format!("Invalid value: {msg}"))
     }
 }
 
