@@ -10,47 +10,17 @@ use std::collections::BTreeMap;
 
 use crate::error::AwsError;
 
-/// Look up `property` in `payload` the way ESO does. `None` if it does not exist.
+/// Look up `property` in `payload` the way ESO does (the shared esr gjson helper: literal dotted
+/// key first, values rendered like Go's `gjson.Result.String()`). `None` if it does not exist.
 pub fn get_property(payload: &str, property: &str) -> Option<String> {
-    if property.contains('.') {
-        let escaped = property.replace('.', "\\.");
-        let v = gjson::get(payload, &escaped);
-        if v.exists() {
-            return Some(v.str().to_string());
-        }
-    }
-    let v = gjson::get(payload, property);
-    if v.exists() {
-        Some(v.str().to_string())
-    } else {
-        None
-    }
+    esr_provider::gjson::lookup_property(payload, property)
 }
 
 /// Decode a JSON object payload into key → bytes (ESO `GetSecretMap`).
 pub fn json_object_to_map(payload: &str, key: &str) -> Result<BTreeMap<String, Vec<u8>>, AwsError> {
-    if !gjson::valid(payload) {
-        return Err(AwsError::invalid(format!(
-            "unable to unmarshal secret {key}: the value is not valid JSON"
-        )));
-    }
-    let parsed = gjson::parse(payload);
-    if parsed.kind() != gjson::Kind::Object {
-        return Err(AwsError::invalid(format!(
-            "unable to unmarshal secret {key}: the value is not a JSON object"
-        )));
-    }
-    let mut out = BTreeMap::new();
-    parsed.each(|k, v| {
-        let bytes = if v.kind() == gjson::Kind::String {
-            v.str().as_bytes().to_vec()
-        } else {
-            v.json().as_bytes().to_vec()
-        };
-        out.insert(k.str().to_string(), bytes);
-        true
-    });
-    Ok(out)
+    esr_provider::keys::json_object_to_map(payload.as_bytes()).map_err(|e| {
+        AwsError::invalid(format!("unable to unmarshal secret {key}: {}", e.message()))
+    })
 }
 
 /// Split a gjson/sjson path on unescaped dots, unescaping `\.`.
@@ -148,7 +118,8 @@ mod tests {
 
     #[test]
     fn scalar_rendering() {
-        assert_eq!(get_property(DOC, "n").as_deref(), Some("1.50"));
+        // Go's gjson reformats non-integer numbers.
+        assert_eq!(get_property(DOC, "n").as_deref(), Some("1.5"));
         assert_eq!(get_property(DOC, "t").as_deref(), Some("true"));
         assert_eq!(get_property(DOC, "z").as_deref(), Some(""));
         assert_eq!(get_property(DOC, "esc").as_deref(), Some("line\nbreak"));
