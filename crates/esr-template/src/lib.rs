@@ -6,8 +6,11 @@
 //! * [`funcs`]: ESO's function library (sprig + ESO's own functions).
 //! * [`limits`]: execution limits.
 //! * [`Template`], [`execute_eso`]: Go `text/template` parser and executor.
+//! * [`render_secret`], [`rewrite_transform`]: ESO's execution model (what the
+//!   controller calls).
 
 pub mod engine;
+pub mod eso;
 pub mod exec;
 pub mod fmt;
 pub mod func;
@@ -18,6 +21,10 @@ mod parse;
 pub mod value;
 
 pub use engine::{EngineError, Template, execute_eso};
+pub use eso::{
+    RenderInput, RenderedSecret, TemplateError, TemplateSources, eso_funcs, render_secret,
+    rewrite_transform,
+};
 pub use exec::{ExecError, ExecOptions};
 pub use func::{FuncDef, FuncError, FuncMap, GoFn, Signature};
 pub use parse::ParseError;
