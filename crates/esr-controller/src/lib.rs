@@ -6,5 +6,6 @@ pub mod metrics;
 pub mod pipeline;
 pub mod plan;
 pub mod refresh;
+pub mod server;
 pub mod stores;
 pub mod template;

@@ -1,12 +1,227 @@
-//! `esr controller`.
+//! `esr controller`: run the ExternalSecret, SecretStore and ClusterSecretStore controllers.
+//!
+//! Flags mirror ESO's `controller` command where they apply (eso-inventory §5.8).
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use esr_controller::controller::{Config, Runtime};
+use esr_controller::metrics::Metrics;
+use esr_controller::server::{Probes, metrics_router, probes_router, serve};
+use esr_provider::KubeClientAccess;
+use tracing::{info, warn};
+
+/// Log format.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable text.
+    Text,
+}
 
 /// Arguments of `esr controller`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Path to a kubeconfig (default: in-cluster config, then $KUBECONFIG / ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG_PATH")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Number of concurrent reconciles per controller.
+    #[arg(long, default_value_t = 1)]
+    pub concurrent: u16,
+    /// Watch only this namespace ("" = cluster-wide).
+    #[arg(long, default_value = "")]
+    pub namespace: String,
+    /// Handle only stores with this `spec.controller` (or none).
+    #[arg(long, default_value = "default")]
+    pub controller_class: String,
+    /// Client QPS towards the API server (accepted for ESO compatibility).
+    #[arg(long, default_value_t = 50.0)]
+    pub client_qps: f32,
+    /// Client burst towards the API server (accepted for ESO compatibility).
+    #[arg(long, default_value_t = 100)]
+    pub client_burst: u32,
+    /// Address of the /metrics endpoint.
+    #[arg(long, default_value = ":8080")]
+    pub metrics_addr: String,
+    /// Address of the /healthz and /readyz endpoints.
+    #[arg(long, default_value = ":8082")]
+    pub live_addr: String,
+    /// Leader election on a coordination.k8s.io Lease.
+    #[arg(long, default_value_t = false)]
+    pub enable_leader_election: bool,
+    /// Name of the leader election Lease.
+    #[arg(long, default_value = "external-secrets-controller")]
+    pub leader_election_id: String,
+    /// Namespace of the leader election Lease (default: the pod namespace or "default").
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// Default requeue interval of SecretStores / ClusterSecretStores.
+    #[arg(long, default_value = "5m")]
+    pub store_requeue_interval: String,
+    /// Only use stores whose Ready condition is True.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_flood_gate: bool,
+    /// Reconcile ClusterSecretStores (and ExternalSecrets using them).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_cluster_store_reconciler: bool,
+    /// Log level (error, warn, info, debug, trace) or a tracing filter.
+    #[arg(long, default_value = "info")]
+    pub loglevel: String,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "json")]
+    pub log_format: LogFormat,
+}
+
+/// ESO accepts `:8080`; Rust needs a host.
+pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .with_context(|| format!("invalid address {s:?}"))
+}
+
+fn init_logging(level: &str, format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+async fn kube_config(path: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
+    match path {
+        Some(p) => {
+            let kc = kube::config::Kubeconfig::read_from(p)
+                .with_context(|| format!("reading {}", p.display()))?;
+            Ok(kube::Config::from_custom_kubeconfig(
+                kc,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await?)
+        }
+        None => Ok(kube::Config::infer().await?),
+    }
+}
 
 /// Runs the command.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("esr controller is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_logging(&args.loglevel, args.log_format);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(args))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => futures_pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = futures_pending();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+async fn futures_pending() {
+    std::future::pending::<()>().await
+}
+
+async fn run_async(args: Args) -> anyhow::Result<()> {
+    let config = kube_config(args.kubeconfig.as_deref()).await?;
+    let client =
+        kube::Client::try_from(config.clone()).context("building the Kubernetes client")?;
+    let store_requeue = esr_api::duration::parse(&args.store_requeue_interval)
+        .ok()
+        .and_then(|d| d.to_std())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(Duration::from_secs(300));
+    let cfg = Config {
+        namespace: Some(args.namespace.clone()).filter(|n| !n.is_empty()),
+        controller_class: args.controller_class.clone(),
+        concurrency: args.concurrent.max(1),
+        flood_gate: args.enable_flood_gate,
+        store_requeue_interval: store_requeue,
+        cluster_stores: args.enable_cluster_store_reconciler,
+        instance: std::env::var("POD_NAME")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok()),
+    };
+    let metrics = Metrics::new();
+    let probes = Probes::default();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+
+    let maddr = parse_addr(&args.metrics_addr)?;
+    let laddr = parse_addr(&args.live_addr)?;
+    let m_srv = tokio::spawn(serve(
+        maddr,
+        metrics_router(metrics.clone()),
+        stopped(stop_rx.clone()),
+    ));
+    let l_srv = tokio::spawn(serve(
+        laddr,
+        probes_router(probes.clone()),
+        stopped(stop_rx.clone()),
+    ));
+
+    if args.enable_leader_election {
+        warn!(
+            "--enable-leader-election is accepted but leader election is not implemented yet; running as leader"
+        );
+    }
+    if (args.client_qps - 50.0).abs() > f32::EPSILON || args.client_burst != 100 {
+        info!(
+            qps = args.client_qps,
+            burst = args.client_burst,
+            "client rate limits are accepted but not enforced"
+        );
+    }
+
+    let kube_access = Arc::new(KubeClientAccess::with_config(client.clone(), config));
+    let templates = Arc::new(esr_controller::template::EsoTemplates::new());
+    let runtime = Runtime::new(
+        client,
+        cfg,
+        crate::providers::registry(),
+        kube_access,
+        metrics,
+        templates,
+    );
+    info!(metrics = %maddr, probes = %laddr, "esr controller starting");
+    probes.set_ready(true);
+    let shutdown = {
+        let rx = stop_rx.clone();
+        async move { stopped(rx).await }
+    };
+    let ctrl = tokio::spawn(runtime.run(shutdown));
+    shutdown_signal().await;
+    info!("shutting down");
+    probes.set_ready(false);
+    let _ = stop_tx.send(true);
+    let _ = ctrl.await;
+    let _ = m_srv.await;
+    let _ = l_srv.await;
+    Ok(())
 }

@@ -1,12 +1,276 @@
-//! `esr render`.
+//! `esr render -f <files/dirs>`: runs the sync pipeline offline (providers → rewrite → template →
+//! plan) for the ExternalSecrets in the given manifests and prints the resulting Secrets as YAML.
+//!
+//! Stores (SecretStore / ClusterSecretStore), Namespaces and the Secrets / ConfigMaps /
+//! ServiceAccounts they reference come from the same files. Stores count as Ready (there is no
+//! store controller offline). Secret values appear only in the printed Secrets; errors name the
+//! ExternalSecret and ESO's error text, and the exit code is 1.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use esr_api::v1::ExternalSecret;
+use esr_controller::convert::es_view;
+use esr_controller::fetch::{FetchEnv, Fetched, fetch};
+use esr_controller::plan::{self, Outcome, PlanInput, SecretWrite};
+use esr_controller::template::{EsoTemplates, TemplateEngine, load_sources};
+use esr_provider::{ResolveOptions, StaticKubeAccess, StaticStoreLookup, StoreInfo};
+use k8s_openapi::api::core::v1::Secret;
 
 /// Arguments of `esr render`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Manifest files or directories (recursed for .yaml, .yml and .json).
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// `--controller-class` to render as.
+    #[arg(long, default_value = "default")]
+    pub controller_class: String,
+}
+
+fn collect(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut stack = vec![input.clone()];
+            while let Some(dir) = stack.pop() {
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .with_context(|| format!("reading {}", dir.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect();
+                entries.sort();
+                for p in entries {
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    ) {
+                        out.push(p);
+                    }
+                }
+            }
+        } else {
+            out.push(input.clone());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let v: serde_json::Value = serde::Deserialize::deserialize(doc)
+            .with_context(|| format!("{}: not valid YAML/JSON", path.display()))?;
+        match v {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(ref o)
+                if o.get("kind").and_then(|k| k.as_str()) == Some("List") =>
+            {
+                out.extend(
+                    o.get("items")
+                        .and_then(|i| i.as_array())
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+fn kind_of(v: &serde_json::Value) -> (&str, &str) {
+    (
+        v.get("apiVersion").and_then(|x| x.as_str()).unwrap_or(""),
+        v.get("kind").and_then(|x| x.as_str()).unwrap_or(""),
+    )
+}
 
 /// Runs the command.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("esr render is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
+    let mut objects = Vec::new();
+    for f in collect(&args.files)? {
+        objects.extend(documents(&f)?);
+    }
+    let kube = Arc::new(StaticKubeAccess::new());
+    let mut lookup = StaticStoreLookup::new();
+    let mut externals = Vec::new();
+    let mut existing: BTreeMap<(String, String), Secret> = BTreeMap::new();
+    for mut obj in objects {
+        let (api, kind) = kind_of(&obj);
+        let (api, kind) = (api.to_string(), kind.to_string());
+        let is_es_group = api.starts_with("external-secrets.io/");
+        match (is_es_group, kind.as_str()) {
+            (true, "SecretStore") | (true, "ClusterSecretStore") => {
+                if kind == "SecretStore" && obj.pointer("/metadata/namespace").is_none() {
+                    obj["metadata"]["namespace"] = serde_json::Value::String("default".into());
+                }
+                let info =
+                    StoreInfo::from_object(&obj).map_err(|e| anyhow::anyhow!("{kind}: {e}"))?;
+                lookup.add_store(info.with_ready(true));
+            }
+            (true, "ExternalSecret") => {
+                if obj.pointer("/metadata/namespace").is_none() {
+                    obj["metadata"]["namespace"] = serde_json::Value::String("default".into());
+                }
+                let es: ExternalSecret =
+                    serde_json::from_value(obj).context("invalid ExternalSecret")?;
+                externals.push(es);
+            }
+            (false, "Namespace") if api == "v1" => {
+                let name = obj
+                    .pointer("/metadata/name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("")
+                    .to_string();
+                let labels: BTreeMap<String, String> = obj
+                    .pointer("/metadata/labels")
+                    .and_then(|l| serde_json::from_value(l.clone()).ok())
+                    .unwrap_or_default();
+                lookup.add_namespace(&name, labels);
+            }
+            _ => {
+                if api == "v1"
+                    && kind == "Secret"
+                    && let Ok(s) = serde_json::from_value::<Secret>(obj.clone())
+                {
+                    let ns = s
+                        .metadata
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".into());
+                    existing.insert((ns, s.metadata.name.clone().unwrap_or_default()), s);
+                }
+                kube.add_objects(std::iter::once(&obj));
+            }
+        }
+    }
+    if externals.is_empty() {
+        anyhow::bail!("no ExternalSecret found in the given files");
+    }
+
+    let templates = EsoTemplates::new();
+    let registry = crate::providers::registry();
+    let env = FetchEnv {
+        lookup: &lookup,
+        registry: &registry,
+        kube: kube.clone(),
+        recorder: esr_provider::metrics::noop_recorder(),
+        resolve: ResolveOptions {
+            controller_class: args.controller_class.clone(),
+            flood_gate: false,
+        },
+        transformer: templates.transformer(),
+    };
+    let now = chrono::Utc::now();
+    let mut failed = false;
+    let mut printed = 0;
+    for es in &externals {
+        let id = format!(
+            "ExternalSecret {}/{}",
+            es.metadata.namespace.as_deref().unwrap_or("default"),
+            es.metadata.name.as_deref().unwrap_or("")
+        );
+        let view = es_view(es, None);
+        let data = match fetch(&env, es).await {
+            Fetched::Skip => {
+                eprintln!("{id}: skipped (its store belongs to another controller class)");
+                continue;
+            }
+            Fetched::Data(d) => d,
+        };
+        let sources = load_sources(kube.as_ref(), es).await;
+        let renderer = templates.renderer(es, &sources);
+        let target = existing.get(&(view.namespace.clone(), view.target_name.clone()));
+        let p = plan::plan(PlanInput {
+            es: &view,
+            provider: data,
+            existing: target,
+            owned_secret_names: &[],
+            renderer: renderer.as_ref(),
+            start: now,
+            jitter: std::time::Duration::ZERO,
+        });
+        match &p.outcome {
+            Outcome::Retry(e) | Outcome::Terminal(e) => {
+                let msg = p
+                    .status
+                    .ready()
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default();
+                eprintln!("error: {id}: {msg}: {e}");
+                failed = true;
+                continue;
+            }
+            Outcome::Done => {}
+        }
+        let secret = match &p.write {
+            SecretWrite::Create(s) | SecretWrite::Update(s) => Some((**s).clone()),
+            SecretWrite::None => match (view.creation, target) {
+                (plan::CreationPolicy::None, _) => {
+                    eprintln!("{id}: creationPolicy=None, no Secret is written");
+                    None
+                }
+                (_, Some(t)) => Some(t.clone()),
+                (_, None) => {
+                    let reason = p
+                        .status
+                        .ready()
+                        .map(|c| c.message.clone())
+                        .unwrap_or_default();
+                    eprintln!("{id}: no Secret: {reason}");
+                    None
+                }
+            },
+            SecretWrite::Delete(_) => {
+                eprintln!("{id}: the Secret would be deleted (deletionPolicy=Delete, no data)");
+                None
+            }
+        };
+        if let Some(mut s) = secret {
+            s.metadata.managed_fields = None;
+            s.metadata.resource_version = None;
+            s.metadata.uid = None;
+            // Offline there is no ExternalSecret UID, so an owner reference could not be applied.
+            if let Some(refs) = s.metadata.owner_references.as_mut() {
+                refs.retain(|r| !r.uid.is_empty());
+            }
+            if s.metadata
+                .owner_references
+                .as_ref()
+                .is_some_and(|r| r.is_empty())
+            {
+                s.metadata.owner_references = None;
+            }
+            let mut v = serde_json::to_value(&s)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("apiVersion".into(), "v1".into());
+                o.insert("kind".into(), "Secret".into());
+            }
+            if printed > 0 {
+                println!("---");
+            }
+            print!("{}", serde_yaml_ng::to_string(&v)?);
+            printed += 1;
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
