@@ -500,7 +500,10 @@ async fn serve(
         return Err(ApiError::method_not_allowed(method.as_str(), &t.plural));
     }
     if !t.name.is_empty() && verb == "create" {
-        return Err(ApiError::method_not_allowed(method.as_str(), &format!("{}/{}", t.plural, t.name)));
+        return Err(ApiError::method_not_allowed(
+            method.as_str(),
+            &format!("{}/{}", t.plural, t.name),
+        ));
     }
     match verb {
         "get" => Ok(json_resp(200, &store.get(&rt, &t.namespace, &t.name)?, &[])),

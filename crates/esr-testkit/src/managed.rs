@@ -474,7 +474,7 @@ pub fn apply(
     }
     let to_remove = last_set.difference(&new_set).difference(&others);
     let mut removal: Vec<FPath> = to_remove.paths();
-    removal.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    removal.sort_by_key(Vec::len);
     for p in removal {
         remove_path(&mut merged, &p, schema);
     }

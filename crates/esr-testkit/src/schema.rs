@@ -22,7 +22,9 @@ pub struct SchemaViolation {
 impl CompiledSchema {
     /// Compile a schema.
     pub fn new(schema: &Value) -> Result<Self, String> {
-        esr_schema::Schema::new(schema).map(|inner| Self { inner }).map_err(|e| e.to_string())
+        esr_schema::Schema::new(schema)
+            .map(|inner| Self { inner })
+            .map_err(|e| e.to_string())
     }
 
     /// Validate an object.
@@ -30,7 +32,11 @@ impl CompiledSchema {
         self.inner
             .validate(obj)
             .into_iter()
-            .map(|e| SchemaViolation { field: e.path.clone(), reason: e.kind.reason().to_string(), message: e.message })
+            .map(|e| SchemaViolation {
+                field: e.path.clone(),
+                reason: e.kind.reason().to_string(),
+                message: e.message,
+            })
             .collect()
     }
 
@@ -50,6 +56,12 @@ impl CompiledSchema {
 pub fn structural_errors(schema: &Value, root: &str) -> Vec<(String, String, String)> {
     esr_schema::check_structural_at(schema, root)
         .into_iter()
-        .map(|e| (e.path.clone(), e.message.clone(), e.kind.reason().to_string()))
+        .map(|e| {
+            (
+                e.path.clone(),
+                e.message.clone(),
+                e.kind.reason().to_string(),
+            )
+        })
         .collect()
 }

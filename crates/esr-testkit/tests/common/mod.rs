@@ -16,8 +16,16 @@ pub struct Raw {
 }
 
 /// Send a raw request through the kube client.
-pub async fn raw(s: &TestServer, method: &str, path: &str, content_type: &str, body: Option<Value>) -> Raw {
-    let bytes = body.map(|b| serde_json::to_vec(&b).unwrap()).unwrap_or_default();
+pub async fn raw(
+    s: &TestServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Option<Value>,
+) -> Raw {
+    let bytes = body
+        .map(|b| serde_json::to_vec(&b).unwrap())
+        .unwrap_or_default();
     let req = http::Request::builder()
         .method(method)
         .uri(path)
@@ -30,7 +38,12 @@ pub async fn raw(s: &TestServer, method: &str, path: &str, content_type: &str, b
     let b = resp.into_body().collect().await.unwrap().to_bytes();
     let text = String::from_utf8_lossy(&b).to_string();
     let body = serde_json::from_slice(&b).unwrap_or(Value::Null);
-    Raw { code, headers, body, text }
+    Raw {
+        code,
+        headers,
+        body,
+        text,
+    }
 }
 
 pub async fn get(s: &TestServer, path: &str) -> Raw {
@@ -51,7 +64,12 @@ pub async fn start() -> TestServer {
 
 /// Create a namespace and return its name.
 pub async fn ns(s: &TestServer, name: &str) -> String {
-    let r = post(s, "/api/v1/namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await;
+    let r = post(
+        s,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    )
+    .await;
     assert_eq!(r.code, 201, "{}", r.text);
     name.to_string()
 }
@@ -118,7 +136,12 @@ pub fn widget_crd() -> Value {
 /// Start a server with the widget CRD applied.
 pub async fn start_with_widgets() -> TestServer {
     let s = start().await;
-    let r = post(&s, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd()).await;
+    let r = post(
+        &s,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        widget_crd(),
+    )
+    .await;
     assert_eq!(r.code, 201, "{}", r.text);
     s
 }
