@@ -1,6 +1,6 @@
 //! Acceptance: for every version ESO v2.9.0 serves, every field path of ESO's CRD schema exists in
-//! esr's generated CRD with the same type, enum and default (plus the same required lists and
-//! string/object limits). Providers and generators esr does not implement are excluded below their
+//! esr's generated CRD with the same type, enum and default (plus the same required lists,
+//! patterns, length/size limits, formats, CEL validations, list/map types and nullability). Providers and generators esr does not implement are excluded below their
 //! key: there esr keeps an opaque object that preserves unknown fields. CRD-level metadata (names,
 //! scope, printer columns, subresources, selectable fields, served versions) must match too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,7 +16,13 @@ const IMPLEMENTED_GENERATOR_SPECS: [&str; 3] =
     ["fakeSpec", "passwordSpec", "vaultDynamicSecretSpec"];
 
 /// Schema keywords compared besides type/enum/default.
-const COMPARED_LIMITS: [&str; 9] = [
+const COMPARED_LIMITS: [&str; 15] = [
+    "x-kubernetes-validations",
+    "x-kubernetes-map-type",
+    "x-kubernetes-list-type",
+    "nullable",
+    "maxItems",
+    "minimum",
     "pattern",
     "minLength",
     "maxLength",
