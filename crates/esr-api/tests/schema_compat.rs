@@ -1,8 +1,9 @@
 //! Acceptance: for every version ESO v2.9.0 serves, every field path of ESO's CRD schema exists in
 //! esr's generated CRD with the same type, enum and default (plus the same required lists,
-//! patterns, length/size limits, formats, CEL validations, list/map types and nullability). Providers and generators esr does not implement are excluded below their
-//! key: there esr keeps an opaque object that preserves unknown fields. CRD-level metadata (names,
-//! scope, printer columns, subresources, selectable fields, served versions) must match too.
+//! patterns, length/size limits, formats, CEL validations, list/map types and nullability).
+//! Providers and generators esr does not implement are excluded below their key: there esr keeps
+//! an opaque object that preserves unknown fields. CRD-level metadata (names, scope, printer
+//! columns, subresources, selectable fields, served versions) must match too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
