@@ -11,81 +11,102 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AwsError;
 
+/// Treat an explicit JSON `null` like a missing field.
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// `spec.provider.aws`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AwsProviderSpec {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub service: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub auth: AwsAuth,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub role: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub region: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub additional_roles: Vec<String>,
-    #[serde(default, rename = "externalID")]
+    #[serde(default, deserialize_with = "nullable", rename = "externalID")]
     pub external_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub session_tags: Vec<Option<Tag>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub secrets_manager: Option<SecretsManagerSpec>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub transitive_tag_keys: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub session_tags_policy: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub custom_session_tags: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub prefix: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AwsAuth {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub secret_ref: Option<AwsAuthSecretRef>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub jwt: Option<AwsJwtAuth>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AwsAuthSecretRef {
-    #[serde(default, rename = "accessKeyIDSecretRef")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        rename = "accessKeyIDSecretRef"
+    )]
     pub access_key_id: SecretKeySelector,
-    #[serde(default, rename = "secretAccessKeySecretRef")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        rename = "secretAccessKeySecretRef"
+    )]
     pub secret_access_key: SecretKeySelector,
-    #[serde(default, rename = "sessionTokenSecretRef")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        rename = "sessionTokenSecretRef"
+    )]
     pub session_token: Option<SecretKeySelector>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AwsJwtAuth {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub service_account_ref: Option<ServiceAccountSelector>,
 }
 
 /// ESO `SecretKeySelector`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SecretKeySelector {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub namespace: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub key: Option<String>,
 }
 
 /// ESO `ServiceAccountSelector`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServiceAccountSelector {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub namespace: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub audiences: Vec<String>,
 }
 
@@ -98,9 +119,9 @@ pub struct Tag {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretsManagerSpec {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub force_delete_without_recovery: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub recovery_window_in_days: i64,
 }
 
@@ -108,9 +129,9 @@ pub struct SecretsManagerSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetrySettings {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub max_retries: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub retry_interval: Option<String>,
 }
 
@@ -390,6 +411,10 @@ mod tests {
         });
         let s = AwsProviderSpec::from_json(&v).unwrap();
         assert_eq!(s.external_id, "ext");
+        let nulls = serde_json::json!({"service": "SecretsManager", "region": "x", "role": null,
+            "sessionTags": null, "auth": {"secretRef": null, "jwt": null}, "prefix": null});
+        let n = AwsProviderSpec::from_json(&nulls).unwrap();
+        assert!(n.session_tags.is_empty() && n.role.is_empty() && n.auth.secret_ref.is_none());
         assert_eq!(s.additional_roles, vec!["arn:aws:iam::1:role/a"]);
         assert_eq!(s.prefix, "team/");
         let sr = s.auth.secret_ref.as_ref().unwrap();
@@ -401,6 +426,24 @@ mod tests {
             s.effective_session_tags("st", "SecretStore", Some("ns")),
             vec![("k".to_string(), "v".to_string())]
         );
+    }
+
+    #[test]
+    fn reads_what_the_typed_api_serialises() {
+        let wire = serde_json::json!({
+            "service": "SecretsManager", "region": "eu-west-1", "role": "arn:r",
+            "additionalRoles": ["arn:a"], "externalID": "e", "prefix": "p/",
+            "sessionTags": [{"key": "k", "value": "v"}], "sessionTagsPolicy": "Simple",
+            "secretsManager": {"recoveryWindowInDays": 7},
+            "auth": {"jwt": {"serviceAccountRef": {"name": "sa", "audiences": ["x"]}}}
+        });
+        let typed: esr_api::providers::aws::AwsProvider =
+            serde_json::from_value(wire.clone()).unwrap();
+        let back = serde_json::to_value(&typed).unwrap();
+        let a = AwsProviderSpec::from_json(&back).unwrap();
+        let b = AwsProviderSpec::from_json(&wire).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.auth.jwt.unwrap().service_account_ref.unwrap().name, "sa");
     }
 
     #[test]
