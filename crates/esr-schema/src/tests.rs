@@ -808,8 +808,11 @@ fn structural_root_nullable_and_cel_shape() {
 // ---------------------------------------------------------------- ESO's own CRDs
 
 fn eso_crds() -> Vec<Value> {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/compat/eso-crds");
+    crds_in("../../../shared/compat/eso-crds")
+}
+
+fn crds_in(rel: &str) -> Vec<Value> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         println!("skipped: {} not found", dir.display());
         return Vec::new();
@@ -835,6 +838,21 @@ fn eso_crds_are_structural() {
             );
         }
     }
+}
+
+#[test]
+#[ignore = "crds/ puts a description on the root metadata schema, which the apiserver rejects \
+            (properties[metadata]: Forbidden); run with --run-ignored once crdgen drops it"]
+fn esr_committed_crds_are_structural() {
+    let mut all = Vec::new();
+    for crd in &crds_in("../../crds") {
+        for v in crd["spec"]["versions"].as_array().unwrap() {
+            for e in check_structural(&v["schema"]["openAPIV3Schema"]) {
+                all.push(format!("{} {}: {e}", crd["metadata"]["name"], v["name"]));
+            }
+        }
+    }
+    assert!(all.is_empty(), "{all:#?}");
 }
 
 #[test]
