@@ -25,7 +25,18 @@
 //!
 //! Optional fields are `Option`s, so deserialising and serialising an object loses and adds nothing.
 //! Defaults ESO's CRDs declare appear in the generated schemas (the apiserver applies them); code
-//! reading an `Option` must apply the same default when it is `None`.
+//! reading an `Option` must apply the same default when it is `None` (accessors such as
+//! `ExternalSecretSpec::creation_policy()`, `deletion_policy()`, `refresh_policy()`,
+//! `refresh_interval()`, `ExternalSecret::target_name()`, `SecretStoreRef::kind_or_default()` and
+//! `SecretStoreSpec::refresh_interval_duration()` do). The only fields that are plain values with a
+//! serde default are those ESO marks both required and defaulted (the Vault auth mount paths and
+//! Password's `length`, `noUpper`, `allowRepeat`): an object lacking them gains the default when
+//! serialised again, as it would in the apiserver.
+//!
+//! Use [`crds()`] rather than the kube-derived `X::crd()`: only `crds()` applies the structural
+//! fix-ups, adds `listKind`, the generator status subresources, the unserved `v1beta1` versions and
+//! the ClusterSecretStore CRD (`ClusterSecretStore` shares `SecretStoreSpec`, so it implements
+//! `kube::Resource` by hand instead of deriving `CustomResource`).
 
 pub mod consts;
 mod crd;
