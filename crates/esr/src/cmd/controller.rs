@@ -119,6 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     init_logging(&args.loglevel, args.log_format);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(16 * 1024 * 1024)
         .build()?;
     rt.block_on(run_async(args))?;
     Ok(ExitCode::SUCCESS)
