@@ -3,7 +3,7 @@
 //!
 //! [`parse`] accepts exactly what Go's `time.ParseDuration` accepts (`"1h0m0s"`, `"15s"`, `"0"`,
 //! `"1.5h"`, `"-2m"`, `"300ms"`, `"1µs"`), with the same integer arithmetic and overflow rules, and
-//! [`format`] prints like Go's `Duration.String()` (`"1h0m0s"`, `"1m30s"`, `"1.5s"`, `"100ms"`,
+//! [`format()`] prints like Go's `Duration.String()` (`"1h0m0s"`, `"1m30s"`, `"1.5s"`, `"100ms"`,
 //! `"0s"`). kube's `Duration` type is not used because its formatting differs from Go's and its
 //! parser is more lenient than Go's, while ESO round-trips these strings through Go.
 
