@@ -31,6 +31,7 @@ pub mod paths;
 pub mod semver;
 pub mod sprig;
 pub mod util;
+pub mod yaml;
 
 use crate::func::FuncMap;
 
@@ -41,4 +42,5 @@ pub fn install(map: &mut FuncMap) {
     gourl::install(map);
     crypto::install(map);
     eso::install(map);
+    yaml::install(map);
 }
