@@ -48,7 +48,7 @@ impl std::fmt::Debug for SmClient {
 
 /// PushSecret metadata (`kind: PushSecretMetadata`, `spec`), the part esr supports.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PushMetadataSpec {
     #[serde(default)]
     tags: Option<BTreeMap<String, String>>,
@@ -76,19 +76,15 @@ struct PushMetadata {
 }
 
 fn parse_push_metadata(meta: Option<&serde_json::Value>) -> Result<PushMetadata, AwsError> {
-    let spec: PushMetadataSpec = match meta {
-        None | Some(serde_json::Value::Null) => PushMetadataSpec::default(),
-        Some(v) => {
-            let spec = v.get("spec").cloned().unwrap_or(serde_json::Value::Null);
-            if spec.is_null() {
-                PushMetadataSpec::default()
-            } else {
-                serde_json::from_value(spec).map_err(|e| {
-                    AwsError::invalid(format!("failed to parse push secret metadata: {e}"))
-                })?
-            }
-        }
-    };
+    let spec: PushMetadataSpec = esr_provider::metadata::parse_push_metadata(meta)
+        .map_err(|e| {
+            AwsError::invalid(format!(
+                "failed to parse push secret metadata: {}",
+                e.message()
+            ))
+        })?
+        .map(|m| m.spec)
+        .unwrap_or_default();
     if spec.resource_policy.is_some() || spec.replication_locations.is_some() {
         return Err(AwsError::invalid(
             "PushSecret metadata resourcePolicy and replicationLocations are not supported by esr yet",
@@ -505,9 +501,17 @@ mod tests {
         let m = parse_push_metadata(Some(&v)).unwrap();
         assert!(m.as_string);
         assert_eq!(m.tags.len(), 2);
-        let bad = serde_json::json!({"spec": {"tags": {"managed-by": "me"}}});
+        let envelope = |spec: serde_json::Value| {
+            serde_json::json!({"apiVersion": "kubernetes.external-secrets.io/v1alpha1",
+                "kind": "PushSecretMetadata", "spec": spec})
+        };
+        let bad = envelope(serde_json::json!({"tags": {"managed-by": "me"}}));
         assert!(parse_push_metadata(Some(&bad)).is_err());
-        let bad = serde_json::json!({"spec": {"secretPushFormat": "yaml"}});
+        let bad = envelope(serde_json::json!({"secretPushFormat": "yaml"}));
+        assert!(parse_push_metadata(Some(&bad)).is_err());
+        let bad = envelope(serde_json::json!({"unknownField": 1}));
+        assert!(parse_push_metadata(Some(&bad)).is_err());
+        let bad = serde_json::json!({"spec": {}});
         assert!(parse_push_metadata(Some(&bad)).is_err());
     }
 
