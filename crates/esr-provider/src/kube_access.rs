@@ -23,7 +23,7 @@ use crate::error::{ErrorKind, ProviderError, Result, from_kube_error, kube_statu
 
 /// Credentials to talk to the controller's own cluster as another identity (the kubernetes
 /// provider's store auth).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum KubeCredentials {
     /// A bearer token.
     Token(String),
@@ -148,10 +148,33 @@ pub trait KubeAccess: Send + Sync {
 }
 
 /// [`KubeAccess`] over a `kube::Client`.
+///
+/// Clones share two caches, so that a provider building a client on every reconcile does not cost
+/// an API call and a TLS handshake each time:
+/// - ServiceAccount tokens are reused for half of their lifetime (default lifetime 1 h);
+/// - [`KubeAccess::with_credentials`] reuses the client of identical credentials for up to 1 h.
 #[derive(Clone)]
 pub struct KubeClientAccess {
     client: kube::Client,
     config: Option<kube::Config>,
+    caches: Arc<Caches>,
+}
+
+type TokenKey = (String, String, Vec<String>, Option<i64>);
+
+/// Upper bound of cached identities / tokens (beyond it, the cache is cleared).
+const CACHE_LIMIT: usize = 1024;
+/// How long a client for a given set of credentials is reused.
+const IDENTITY_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Lifetime assumed for tokens requested without an expiration.
+const DEFAULT_TOKEN_LIFETIME: i64 = 3600;
+
+#[derive(Default)]
+struct Caches {
+    tokens: std::sync::Mutex<std::collections::HashMap<TokenKey, (String, std::time::Instant)>>,
+    identities: std::sync::Mutex<
+        std::collections::HashMap<KubeCredentials, (Arc<KubeClientAccess>, std::time::Instant)>,
+    >,
 }
 
 impl fmt::Debug for KubeClientAccess {
@@ -171,6 +194,7 @@ impl KubeClientAccess {
         KubeClientAccess {
             client,
             config: None,
+            caches: Arc::default(),
         }
     }
 
@@ -179,6 +203,7 @@ impl KubeClientAccess {
         KubeClientAccess {
             client,
             config: Some(config),
+            caches: Arc::default(),
         }
     }
 
@@ -251,6 +276,20 @@ impl KubeAccess for KubeClientAccess {
         audiences: &[String],
         expiration_seconds: Option<i64>,
     ) -> Result<String> {
+        let key: TokenKey = (
+            namespace.to_string(),
+            name.to_string(),
+            audiences.to_vec(),
+            expiration_seconds,
+        );
+        let lifetime = expiration_seconds.unwrap_or(DEFAULT_TOKEN_LIFETIME).max(0);
+        let reuse_for = std::time::Duration::from_secs(u64::try_from(lifetime / 2).unwrap_or(0));
+        if let Ok(tokens) = self.caches.tokens.lock()
+            && let Some((token, at)) = tokens.get(&key)
+            && at.elapsed() < reuse_for
+        {
+            return Ok(token.clone());
+        }
         let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
         let req = TokenRequest {
             spec: TokenRequestSpec {
@@ -264,10 +303,18 @@ impl KubeAccess for KubeClientAccess {
             .create_token_request(name, &PostParams::default(), &req)
             .await
             .map_err(from_kube_error)?;
-        resp.status
+        let token = resp
+            .status
             .map(|s| s.token)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| ProviderError::transient("TokenRequest returned no token"))
+            .ok_or_else(|| ProviderError::transient("TokenRequest returned no token"))?;
+        if let Ok(mut tokens) = self.caches.tokens.lock() {
+            if tokens.len() >= CACHE_LIMIT {
+                tokens.clear();
+            }
+            tokens.insert(key, (token.clone(), std::time::Instant::now()));
+        }
+        Ok(token)
     }
 
     async fn create_secret(&self, secret: &Secret) -> Result<Secret> {
@@ -347,8 +394,25 @@ impl KubeAccess for KubeClientAccess {
                 "the controller's cluster connection details are unknown; set server.url",
             )
         })?;
+        if let Ok(ids) = self.caches.identities.lock()
+            && let Some((access, at)) = ids.get(credentials)
+            && at.elapsed() < IDENTITY_TTL
+        {
+            return Ok(access.clone());
+        }
         let config = config_with_credentials(base, credentials);
-        Ok(Arc::new(KubeClientAccess::from_config(config)?))
+        let access = Arc::new(KubeClientAccess::from_config(config)?);
+        if let Ok(mut ids) = self.caches.identities.lock() {
+            ids.retain(|_, (_, at)| at.elapsed() < IDENTITY_TTL);
+            if ids.len() >= CACHE_LIMIT {
+                ids.clear();
+            }
+            ids.insert(
+                credentials.clone(),
+                (access.clone(), std::time::Instant::now()),
+            );
+        }
+        Ok(access)
     }
 }
 

@@ -252,3 +252,44 @@ async fn validation_reports_a_result() {
         ValidationResult::Error(e) => panic!("unexpected validation error: {e}"),
     }
 }
+
+#[tokio::test]
+async fn repeated_clients_reuse_the_token_and_connection() {
+    let (server, access) = server().await;
+    let s =
+        store(json!({"remoteNamespace": "remote", "auth": {"serviceAccount": {"name": "reader"}}}));
+    for _ in 0..5 {
+        let c = client(&s, access.clone(), Arc::new(MemoryRecorder::new())).await;
+        let v = c
+            .get_secret(&SecretRef::new("app").with_property("user"))
+            .await
+            .unwrap();
+        assert_eq!(v, b"admin");
+    }
+    let token_requests = server
+        .audit()
+        .entries()
+        .into_iter()
+        .filter(|e| e.resource == "serviceaccounts" && e.subresource == "token")
+        .count();
+    assert_eq!(
+        token_requests, 1,
+        "the ServiceAccount token is requested once and reused"
+    );
+    // another ServiceAccount is another identity
+    server
+        .apply_object(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                             "metadata": {"name": "writer", "namespace": "store-ns"}}))
+        .unwrap();
+    let s2 =
+        store(json!({"remoteNamespace": "remote", "auth": {"serviceAccount": {"name": "writer"}}}));
+    let c = client(&s2, access.clone(), Arc::new(MemoryRecorder::new())).await;
+    assert!(c.get_secret(&SecretRef::new("app")).await.is_ok());
+    let token_requests = server
+        .audit()
+        .entries()
+        .into_iter()
+        .filter(|e| e.resource == "serviceaccounts" && e.subresource == "token")
+        .count();
+    assert_eq!(token_requests, 2);
+}
