@@ -769,3 +769,24 @@ fn json_output_shape() {
         })]
     );
 }
+
+#[test]
+fn status_is_ignored_like_on_create() {
+    // The ExternalSecret CRD has the status subresource: the apiserver drops status on create.
+    let (result, reasons) = check(&format!(
+        "{}status:\n  bogus: true\n  refreshTime: 5\n",
+        es(&format!("  secretStoreRef:\n    name: s\n{DATA}"))
+    ));
+    assert_eq!((result.as_str(), reasons), ("OK", Vec::<String>::new()));
+}
+
+#[test]
+fn crd_cel_rules_are_enforced() {
+    let ps = "apiVersion: external-secrets.io/v1alpha1\nkind: PushSecret\nmetadata:\n  name: p\nspec:\n  secretStoreRefs:\n  - name: s\n  selector:\n    secret:\n      name: src\n  dataTo:\n  - storeRef:\n      kind: SecretStore\n";
+    assert_error(
+        ps,
+        &[
+            "spec.dataTo[0]: Invalid value: \"object\": storeRef must specify either name or labelSelector",
+        ],
+    );
+}

@@ -7,7 +7,8 @@
 //!   of its kind: the version must be served, unknown fields are errors (like kubectl's strict field
 //!   validation), then schema defaults are applied and the object is validated against the schema
 //!   (types, enums, required fields, patterns, ...), `metadata.name` is checked, and finally ESO's
-//!   semantic admission rules run (`esr_api::validation`);
+//!   semantic admission rules run (`esr_api::validation`), which also stand in for the
+//!   `x-kubernetes-validations` (CEL) rules of esr's CRDs (esr evaluates no CEL);
 //! - generator kinds esr does not implement are skipped with the reason;
 //! - every other object is skipped.
 //!
@@ -169,6 +170,8 @@ struct CrdVersion {
     name: String,
     served: bool,
     schema: Option<Schema>,
+    /// With the status subresource, the apiserver drops `status` on create.
+    status_subresource: bool,
 }
 
 /// One CRD: its group, kind and versions.
@@ -235,10 +238,14 @@ impl Registry {
                     ),
                     None => None,
                 };
+                let status_subresource = ver
+                    .pointer("/subresources/status")
+                    .is_some_and(|s| !s.is_null());
                 versions.push(CrdVersion {
                     name: vname,
                     served,
                     schema,
+                    status_subresource,
                 });
             }
             crds.insert(
@@ -411,6 +418,12 @@ fn judge(doc: &Value, kind: &str, registry: &Registry) -> (Outcome, Vec<String>)
 
     let mut reasons = Vec::new();
     let mut obj_value = doc.clone();
+    if ver.status_subresource
+        && let Some(m) = obj_value.as_object_mut()
+    {
+        // Like the apiserver's create: status is ignored when the status subresource is enabled.
+        m.remove("status");
+    }
     if let Some(schema) = &ver.schema {
         let unknown = schema.prune(&mut obj_value);
         if !unknown.is_empty() {
@@ -559,6 +572,18 @@ fn semantic_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
         "ClusterSecretStore" => {
             match serde_json::from_value::<esr_api::v1::ClusterSecretStore>(obj.clone()) {
                 Ok(s) => validation::validate_cluster_secret_store(&s, &go_regex_check),
+                Err(e) => decode_err(e),
+            }
+        }
+        "PushSecret" => {
+            match serde_json::from_value::<esr_api::v1alpha1::PushSecret>(obj.clone()) {
+                Ok(ps) => validation::validate_push_secret(&ps),
+                Err(e) => decode_err(e),
+            }
+        }
+        "ClusterPushSecret" => {
+            match serde_json::from_value::<esr_api::v1alpha1::ClusterPushSecret>(obj.clone()) {
+                Ok(cps) => validation::validate_cluster_push_secret(&cps),
                 Err(e) => decode_err(e),
             }
         }
