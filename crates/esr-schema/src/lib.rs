@@ -14,6 +14,7 @@
 //!   returns [`FieldError`]s whose `Display` is the apiserver's text.
 //! - [`check_structural`] / [`check_structural_at`]: the offline checks the apiserver makes on a CRD
 //!   schema when the CRD is created.
+//! - [`invalid_status`]: the 422 `Status` object the apiserver returns for field errors.
 //!
 //! The apiserver's order for a create or update is: prune, apply defaults, validate. A full
 //! emulation is:
@@ -143,6 +144,58 @@ pub fn strict_decoding_message(unknown_fields: &[String]) -> String {
         .map(|f| format!("unknown field {}", gofmt::quote(f)))
         .collect();
     format!("strict decoding error: {}", parts.join(", "))
+}
+
+/// The apiserver's 422 `Status` for rejected field errors (`apierrors.NewInvalid`):
+/// message `<Kind>.<group> "<name>" is invalid: <errors>` (one error as is, several as
+/// `[a, b]`, identical texts once), reason `Invalid`, and one cause per error with its
+/// `reason()`, body and path.
+pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Value {
+    let qualified = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let mut seen = std::collections::HashSet::new();
+    let texts: Vec<String> = errors
+        .iter()
+        .map(ToString::to_string)
+        .filter(|t| seen.insert(t.clone()))
+        .collect();
+    let message = match texts.len() {
+        0 => format!("{qualified} {} is invalid", gofmt::quote(name)),
+        1 => format!(
+            "{qualified} {} is invalid: {}",
+            gofmt::quote(name),
+            texts[0]
+        ),
+        _ => format!(
+            "{qualified} {} is invalid: [{}]",
+            gofmt::quote(name),
+            texts.join(", ")
+        ),
+    };
+    let causes: Vec<Value> = errors
+        .iter()
+        .map(|e| serde_json::json!({"reason": e.kind.reason(), "message": e.message, "field": e.path}))
+        .collect();
+    let mut details = serde_json::Map::new();
+    details.insert("name".into(), Value::String(name.to_string()));
+    if !group.is_empty() {
+        details.insert("group".into(), Value::String(group.to_string()));
+    }
+    details.insert("kind".into(), Value::String(kind.to_string()));
+    details.insert("causes".into(), Value::Array(causes));
+    serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "Invalid",
+        "details": Value::Object(details),
+        "code": 422
+    })
 }
 
 /// The checks the apiserver makes on a CRD version's `openAPIV3Schema` at CRD creation:

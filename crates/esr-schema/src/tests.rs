@@ -898,3 +898,45 @@ fn eso_external_secret_roundtrip() {
     );
     assert!(Schema::from_crd(&crd, "v9").unwrap().is_none());
 }
+
+#[test]
+fn invalid_status_like_apiserver() {
+    use crate::{FieldError, invalid_status};
+    let errs = vec![
+        FieldError::required("spec.secretStoreRef.name", ""),
+        FieldError::forbidden("metadata.finalizers", "x"),
+        FieldError::forbidden("metadata.finalizers", "x"),
+    ];
+    let st = invalid_status("external-secrets.io", "ExternalSecret", "e1", &errs);
+    assert_eq!(
+        st["message"],
+        "ExternalSecret.external-secrets.io \"e1\" is invalid: [spec.secretStoreRef.name: Required value, metadata.finalizers: Forbidden: x]"
+    );
+    assert_eq!(st["code"], 422);
+    assert_eq!(st["reason"], "Invalid");
+    assert_eq!(st["details"]["causes"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        st["details"]["causes"][0],
+        json!({"reason": "FieldValueRequired", "message": "Required value", "field": "spec.secretStoreRef.name"})
+    );
+    let one = invalid_status(
+        "",
+        "Secret",
+        "imm",
+        &[FieldError::forbidden(
+            "data",
+            "field is immutable when `immutable` is set",
+        )],
+    );
+    assert_eq!(
+        one["message"],
+        "Secret \"imm\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    assert!(one["details"].get("group").is_none());
+}
+
+#[test]
+fn schema_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Schema>();
+}
