@@ -1,0 +1,187 @@
+//! `esr render` against a real Secrets Manager API (moto): the store comes from a manifest and the
+//! standard `AWS_ENDPOINT_URL` variable points the AWS provider at moto.
+//! Run with `scripts/test-servers.sh cargo nextest run -p esr-e2e`.
+//!
+//! The controller scenario (esr-testkit + `esr controller` + moto, value rotation picked up on
+//! refresh) belongs here too once the e2e harness exists.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn moto() -> Option<String> {
+    match std::env::var("ESR_TEST_MOTO_ENDPOINT") {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            if std::env::var("ESR_REQUIRE_SERVERS").as_deref() == Ok("1") {
+                panic!("ESR_TEST_MOTO_ENDPOINT is not set but ESR_REQUIRE_SERVERS=1");
+            }
+            println!(
+                "skipped: ESR_TEST_MOTO_ENDPOINT is not set (run under scripts/test-servers.sh)"
+            );
+            None
+        }
+    }
+}
+
+/// One Secrets Manager call to moto (which accepts any signature).
+fn sm_call(endpoint: &str, target: &str, body: &str) {
+    let hostport = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(hostport).unwrap();
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: {hostport}\r\nX-Amz-Target: secretsmanager.{target}\r\n\
+         Content-Type: application/x-amz-json-1.1\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/secretsmanager/aws4_request, SignedHeaders=host, Signature=00\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(
+        resp.starts_with("HTTP/1.1 200") || resp.starts_with("HTTP/1.0 200"),
+        "{target}: {resp}"
+    );
+}
+
+/// The esr binary next to this test's target directory (built by the workspace test run), or
+/// built on demand.
+fn esr_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
+    let bin = dir.join("esr");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "-q", "-p", "esr", "--bin", "esr"])
+            .status()
+            .unwrap();
+        assert!(st.success(), "building esr failed");
+    }
+    bin
+}
+
+fn b64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn render(endpoint: &str, manifest: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("esr-e2e-aws-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("manifest.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let out = Command::new(esr_bin())
+        .args(["render", "-f"])
+        .arg(&file)
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env_remove("AWS_PROFILE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "esr render failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn render_against_moto_with_data_extract_and_find() {
+    let Some(moto) = moto() else { return };
+    let run = format!("e2e{}", std::process::id());
+    let db = format!("{run}/db");
+    sm_call(
+        &moto,
+        "CreateSecret",
+        &format!(r#"{{"Name":"{db}","SecretString":"{{\"user\":\"alice\",\"pass\":\"v1\"}}"}}"#),
+    );
+    sm_call(
+        &moto,
+        "CreateSecret",
+        &format!(r#"{{"Name":"{run}/plain","SecretString":"just-text"}}"#),
+    );
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: aws-creds, namespace: esr-system}}
+stringData: {{id: testing, secret: testing}}
+---
+apiVersion: external-secrets.io/v1
+kind: ClusterSecretStore
+metadata: {{name: aws}}
+spec:
+  provider:
+    aws:
+      service: SecretsManager
+      region: us-east-1
+      auth:
+        secretRef:
+          accessKeyIDSecretRef: {{name: aws-creds, key: id, namespace: esr-system}}
+          secretAccessKeySecretRef: {{name: aws-creds, key: secret, namespace: esr-system}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {{name: app, namespace: default}}
+spec:
+  secretStoreRef: {{kind: ClusterSecretStore, name: aws}}
+  target: {{name: app}}
+  data:
+    - secretKey: username
+      remoteRef: {{key: {db}, property: user}}
+  dataFrom:
+    - extract: {{key: {db}}}
+    - find: {{name: {{regexp: "^{run}/"}}}}
+"#
+    );
+    let out = render(&moto, &manifest);
+    assert!(out.contains("name: app"), "{out}");
+    assert!(
+        out.contains(&format!("username: {}", b64(b"alice"))),
+        "{out}"
+    );
+    assert!(out.contains(&format!("pass: {}", b64(b"v1"))), "{out}");
+    // find: keys are the secret names with `/` converted to `_`.
+    assert!(
+        out.contains(&format!("{run}_plain: {}", b64(b"just-text"))),
+        "{out}"
+    );
+    assert!(out.contains(&format!("{run}_db: ")), "{out}");
+
+    // Rotate the value in AWS: the next render picks it up.
+    sm_call(
+        &moto,
+        "PutSecretValue",
+        &format!(
+            r#"{{"SecretId":"{db}","SecretString":"{{\"user\":\"alice\",\"pass\":\"v2\"}}"}}"#
+        ),
+    );
+    let out = render(&moto, &manifest);
+    assert!(out.contains(&format!("pass: {}", b64(b"v2"))), "{out}");
+}
+
+#[test]
+fn base64_helper() {
+    assert_eq!(b64(b"alice"), "YWxpY2U=");
+    assert_eq!(b64(b"pw"), "cHc=");
+    assert_eq!(b64(b"abc"), "YWJj");
+}
