@@ -10,7 +10,7 @@
 //!   each key (string comparison) and applies the conversion strategy;
 //! - `PushSecret` stores the value in memory; a key that comes from the store spec is refused with
 //!   `key already exists`; pushed values survive store updates (they are kept per store identity in
-//!   the provider instance, which the binary registers once per process);
+//!   a process-wide map);
 //! - `validationResult` 0 / unset → Ready, 1 → Unknown, anything else → Error `unable to validate`;
 //! - capabilities ReadWrite, maintenance NotMaintained.
 //!
@@ -56,16 +56,35 @@ struct Entry {
 
 type Db = BTreeMap<String, Entry>;
 
-/// The fake provider. Register one instance per process: pushed values live in it.
-#[derive(Debug, Default)]
+type Stores = Arc<Mutex<HashMap<String, Arc<Mutex<Db>>>>>;
+
+/// The fake provider. Pushed values are kept per store identity (`Kind/namespace/name`) in a
+/// process-wide map shared by every instance made with [`FakeProvider::new`].
+#[derive(Debug)]
 pub struct FakeProvider {
-    stores: Mutex<HashMap<String, Arc<Mutex<Db>>>>,
+    stores: Stores,
+}
+
+impl Default for FakeProvider {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl FakeProvider {
-    /// A provider with no pushed values.
+    /// A provider using the process-wide store of pushed values.
     pub fn new() -> Self {
-        Self::default()
+        static SHARED: std::sync::OnceLock<Stores> = std::sync::OnceLock::new();
+        FakeProvider {
+            stores: SHARED.get_or_init(Stores::default).clone(),
+        }
+    }
+
+    /// A provider with its own, empty store of pushed values (tests).
+    pub fn isolated() -> Self {
+        FakeProvider {
+            stores: Stores::default(),
+        }
     }
 }
 

@@ -39,7 +39,7 @@ async fn client_for(p: &FakeProvider, s: &StoreInfo) -> Arc<dyn SecretsClient> {
 }
 
 async fn client() -> Arc<dyn SecretsClient> {
-    client_for(&FakeProvider::new(), &demo_store()).await
+    client_for(&FakeProvider::isolated(), &demo_store()).await
 }
 
 fn text(r: Result<Vec<u8>>) -> std::result::Result<String, (ErrorKind, String)> {
@@ -224,7 +224,7 @@ fn push(key: &str, remote: &str, src: &Secret) -> PushRequest {
 
 #[tokio::test]
 async fn push_read_back_update_delete() {
-    let p = FakeProvider::new();
+    let p = FakeProvider::isolated();
     let s = demo_store();
     let c = client_for(&p, &s).await;
     let src = source(&[("token", "t1"), ("other", "o")]);
@@ -297,7 +297,7 @@ async fn push_read_back_update_delete() {
 
 #[tokio::test]
 async fn spec_changes_replace_spec_entries() {
-    let p = FakeProvider::new();
+    let p = FakeProvider::isolated();
     let c = client_for(
         &p,
         &store("s", json!({"data": [{"key": "a", "value": "1"}]})),
@@ -321,7 +321,7 @@ async fn spec_changes_replace_spec_entries() {
 
 #[tokio::test]
 async fn validation_results() {
-    let p = FakeProvider::new();
+    let p = FakeProvider::isolated();
     for (vr, want) in [
         (json!(null), ValidationResult::Ready),
         (json!(0), ValidationResult::Ready),
@@ -339,7 +339,7 @@ async fn validation_results() {
 
 #[test]
 fn validate_store_and_metadata() {
-    let p = FakeProvider::new();
+    let p = FakeProvider::isolated();
     assert_eq!(p.name(), "fake");
     assert_eq!(p.capabilities(&demo_store()), Capabilities::ReadWrite);
     assert_eq!(p.maintenance(), Maintenance::NotMaintained);
@@ -364,7 +364,7 @@ fn validate_store_and_metadata() {
 
 #[tokio::test]
 async fn new_client_without_fake_spec_fails() {
-    let p = FakeProvider::new();
+    let p = FakeProvider::isolated();
     let s = StoreInfo::new(
         StoreKind::SecretStore,
         "s",
@@ -389,4 +389,24 @@ async fn batch_default_keeps_order() {
         .await;
     let r: Vec<_> = r.into_iter().map(text).collect();
     assert_eq!(r, vec![Ok("hello".into()), not_found(), Ok("o".into())]);
+}
+
+#[tokio::test]
+async fn new_instances_share_pushed_values() {
+    let s = store("shared-between-instances", json!({"data": []}));
+    let a = client_for(&FakeProvider::new(), &s).await;
+    let src = source(&[("k", "v")]);
+    a.push_secret(&push("k", "shared-key", &src))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = client_for(&FakeProvider::new(), &s).await;
+    assert_eq!(
+        text(b.get_secret(&SecretRef::new("shared-key")).await),
+        Ok("v".into())
+    );
+    let isolated = client_for(&FakeProvider::isolated(), &s).await;
+    assert_eq!(
+        text(isolated.get_secret(&SecretRef::new("shared-key")).await),
+        not_found()
+    );
 }
