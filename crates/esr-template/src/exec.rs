@@ -1495,9 +1495,19 @@ pub(crate) fn execute(
             limit: false,
         });
     };
-    match st.walk_list(data, root) {
-        Ok(()) => Ok(st.out),
-        Err(Flow::Err(e)) => Err(e),
-        Err(Flow::Break | Flow::Continue) => Ok(st.out),
-    }
+    // Run on a dedicated, lazily committed stack: recursion (nested templates and
+    // control structures) and the drop of deeply nested values built by a
+    // template stay far from the thread's own stack limit.
+    stacker::grow(EXEC_STACK_BYTES, move || {
+        let r = match st.walk_list(data, root) {
+            Ok(()) => Ok(std::mem::take(&mut st.out)),
+            Err(Flow::Err(e)) => Err(e),
+            Err(Flow::Break | Flow::Continue) => Ok(std::mem::take(&mut st.out)),
+        };
+        drop(st);
+        r
+    })
 }
+
+/// Size of the execution stack (virtual; pages are committed on use).
+const EXEC_STACK_BYTES: usize = 256 * 1024 * 1024;

@@ -13,6 +13,9 @@ use crate::value::{GoType, Value};
 /// Maximum nesting depth printed; deeper values print as `...` (cyclic maps).
 const MAX_DEPTH: usize = 64;
 
+/// Printing stops past this size (see [`crate::limits::MAX_OUTPUT_BYTES`]).
+const MAX_PRINT_BYTES: usize = crate::limits::MAX_OUTPUT_BYTES;
+
 /// `fmt.Sprint`: operands printed with `%v`, a space between two operands when
 /// neither is a string.
 pub fn sprint(args: &[Value]) -> String {
@@ -125,11 +128,24 @@ impl Printer {
 
     fn push(&mut self, c: char) {
         let mut b = [0u8; 4];
-        self.buf.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+        self.push_bytes(c.encode_utf8(&mut b).as_bytes());
     }
 
     fn push_str(&mut self, s: &str) {
-        self.buf.extend_from_slice(s.as_bytes());
+        self.push_bytes(s.as_bytes());
+    }
+
+    /// Appends, up to the output limit: past it the printer stops (the caller sees
+    /// an output longer than the limit and fails).
+    fn push_bytes(&mut self, b: &[u8]) {
+        if self.buf.len() > MAX_PRINT_BYTES {
+            return;
+        }
+        self.buf.extend_from_slice(b);
+    }
+
+    fn full(&self) -> bool {
+        self.buf.len() > MAX_PRINT_BYTES
     }
 
     fn into_string(self) -> String {
@@ -381,6 +397,9 @@ impl Printer {
     }
 
     fn print_arg(&mut self, v: &Value, verb: char, depth: usize) {
+        if self.full() {
+            return;
+        }
         if depth > MAX_DEPTH {
             self.push_str("...");
             return;
@@ -586,16 +605,16 @@ impl Printer {
 
     fn pad_bytes(&mut self, s: &[u8]) {
         let Some(wid) = self.flags.wid.filter(|w| *w > 0) else {
-            self.buf.extend_from_slice(s);
+            self.push_bytes(s);
             return;
         };
         let n = rune_count(s);
         let width = wid.saturating_sub(n);
         if !self.flags.minus {
             self.write_padding(width);
-            self.buf.extend_from_slice(s);
+            self.push_bytes(s);
         } else {
-            self.buf.extend_from_slice(s);
+            self.push_bytes(s);
             self.write_padding(width);
         }
     }

@@ -8,7 +8,7 @@
 //! [`MAX_COLLECTION_LEN`] themselves and return a [`crate::func::FuncError`].
 
 /// Maximum number of execution steps of one execution.
-pub const MAX_STEPS: u64 = 5_000_000;
+pub const MAX_STEPS: u64 = 1_000_000;
 /// Maximum output size of one execution, in bytes.
 pub const MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
 /// Maximum nesting of `template`/`block` invocations.

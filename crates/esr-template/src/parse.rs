@@ -892,7 +892,7 @@ impl<'f> Parser<'f> {
     fn control(&mut self, context: &str) -> PResult<Control> {
         self.enter()?;
         let nvars = self.vars.len();
-        let r = self.control_inner(context);
+        let r = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.control_inner(context));
         self.vars.truncate(nvars);
         self.depth -= 1;
         r
@@ -990,7 +990,9 @@ impl<'f> Parser<'f> {
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
         self.enter()?;
-        let r = self.pipeline_inner(context, end);
+        let r = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
+            self.pipeline_inner(context, end)
+        });
         self.depth -= 1;
         r
     }

@@ -1,0 +1,220 @@
+//! Fuzzing the parser and executor (proptest): arbitrary and mutated template
+//! text must never panic, hang or produce unbounded output; the executor stops
+//! with an error at its step, depth and output limits.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+
+use esr_template::limits::Limits;
+use esr_template::{ExecOptions, FuncMap, Template, eso_funcs};
+use proptest::prelude::*;
+
+const TOKENS: &[&str] = &[
+    "{{",
+    "}}",
+    "{{- ",
+    " -}}",
+    " ",
+    "\n",
+    ".",
+    ".a",
+    ".b.c",
+    "$",
+    "$x",
+    "$y",
+    ":=",
+    "=",
+    "|",
+    "(",
+    ")",
+    ",",
+    "\"s\"",
+    "`r`",
+    "'c'",
+    "1",
+    "-2",
+    "3.5",
+    "0x1f",
+    "1e6",
+    "2i",
+    "nil",
+    "true",
+    "if",
+    "else",
+    "end",
+    "range",
+    "with",
+    "break",
+    "continue",
+    "define \"t\"",
+    "template \"t\"",
+    "block \"b\" .",
+    "/* c */",
+    "and",
+    "or",
+    "not",
+    "eq",
+    "lt",
+    "len",
+    "index",
+    "slice",
+    "print",
+    "printf \"%v %d\"",
+    "println",
+    "html",
+    "js",
+    "urlquery",
+    "call",
+    "list",
+    "dict",
+    "until 5",
+    "add",
+    "upper",
+    "toJson",
+    "fromJson",
+    "b64enc",
+    "b64dec",
+    "default",
+    "join \",\"",
+    "splitList \",\"",
+    "repeat 3",
+    "text",
+    "x",
+    "}",
+    "{",
+];
+
+fn limits() -> ExecOptions {
+    ExecOptions {
+        missingkey_error: true,
+        redact: false,
+        limits: Limits {
+            max_steps: 20_000,
+            max_output_bytes: 256 * 1024,
+            max_template_depth: 50,
+        },
+    }
+}
+
+fn data() -> BTreeMap<String, Vec<u8>> {
+    BTreeMap::from([
+        ("a".to_string(), b"1".to_vec()),
+        ("b".to_string(), b"{\"c\":[1,2]}".to_vec()),
+        ("bin".to_string(), vec![0xff, 0xfe, 0x00]),
+    ])
+}
+
+fn run(text: &str, funcs: &FuncMap) {
+    let opts = limits();
+    if let Ok(t) = Template::parse("key", text, funcs) {
+        match t.execute_data(funcs, &data(), &opts) {
+            Ok(out) => assert!(
+                out.len() <= opts.limits.max_output_bytes,
+                "output over the limit"
+            ),
+            Err(e) => assert!(!e.message.is_empty()),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn token_soup(tokens in proptest::collection::vec(proptest::sample::select(TOKENS), 0..40)) {
+        run(&tokens.concat(), eso_funcs());
+    }
+
+    #[test]
+    fn arbitrary_text(text in "\\PC{0,80}") {
+        run(&text, eso_funcs());
+        run(&format!("{{{{{text}}}}}"), eso_funcs());
+    }
+
+    #[test]
+    fn mutated_templates(base in proptest::sample::select(&[
+        "{{ range $i, $v := list 1 2 3 }}{{ if eq $i 1 }}{{ continue }}{{ end }}{{ $v }}{{ end }}",
+        "{{ define \"t\" }}{{ . }}{{ end }}{{ template \"t\" .a }}",
+        "{{ with $x := .a }}{{ $x | printf \"%05s\" }}{{ else }}none{{ end }}",
+        "{{ (.b | fromJson).c | toJson }}",
+        "{{ index . \"a\" | b64enc | b64dec }}",
+    ][..]), pos in 0usize..120, ins in proptest::sample::select(TOKENS), del in 0usize..4) {
+        let mut s = base.to_string();
+        let p = pos.min(s.len());
+        let p = (0..=p).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+        s.insert_str(p, ins);
+        let end = (p + ins.len() + del).min(s.len());
+        let end = (end..=s.len()).find(|i| s.is_char_boundary(*i)).unwrap_or(s.len());
+        s.replace_range(p + ins.len()..end, "");
+        run(&s, eso_funcs());
+    }
+}
+
+fn exec_err(text: &str) -> String {
+    let funcs = eso_funcs();
+    let t = Template::parse("key", text, funcs).unwrap();
+    t.execute_data(funcs, &data(), &limits())
+        .unwrap_err()
+        .message
+}
+
+#[test]
+fn infinite_template_recursion_stops() {
+    let e = exec_err("{{ define \"a\" }}x{{ template \"a\" }}{{ end }}{{ template \"a\" }}");
+    assert!(e.contains("exceeded maximum template depth (50)"), "{e}");
+}
+
+#[test]
+fn step_limit_stops_long_loops() {
+    let e = exec_err("{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}");
+    assert!(e.contains("steps (limit)"), "{e}");
+}
+
+#[test]
+fn output_limit_stops_large_output() {
+    let e = exec_err("{{ range until 10000 }}{{ printf \"%1000d\" 1 }}{{ end }}");
+    assert!(e.contains("output larger than"), "{e}");
+}
+
+#[test]
+fn deeply_nested_values_are_dropped_safely() {
+    // 10 000 levels of nested lists, built and dropped inside the execution
+    let funcs = eso_funcs();
+    let t = Template::parse(
+        "key",
+        "{{ $x := list }}{{ range until 10000 }}{{ $x = list $x }}{{ end }}done",
+        funcs,
+    )
+    .unwrap();
+    let out = t
+        .execute_data(funcs, &data(), &ExecOptions::default())
+        .unwrap();
+    assert_eq!(out, b"done");
+}
+
+#[test]
+fn shared_structure_prints_bounded() {
+    // a DAG whose tree form is 2^40 leaves: printing stops at the output limit
+    let e =
+        exec_err("{{ $x := list 1 }}{{ range until 40 }}{{ $x = list $x $x }}{{ end }}{{ $x }}");
+    assert!(
+        e.contains("output larger than") || e.contains("steps"),
+        "{e}"
+    );
+}
+
+#[test]
+fn deep_parenthesis_nesting_is_an_error_not_a_crash() {
+    let text = format!("{{{{ {}1{} }}}}", "(".repeat(5000), ")".repeat(5000));
+    let err = Template::parse("key", &text, eso_funcs()).unwrap_err();
+    assert!(
+        err.to_string().contains("max expression depth exceeded"),
+        "{err}"
+    );
+    let text = format!(
+        "{}x{}",
+        "{{ if true }}".repeat(5000),
+        "{{ end }}".repeat(5000)
+    );
+    assert!(Template::parse("key", &text, eso_funcs()).is_err());
+}
