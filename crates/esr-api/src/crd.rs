@@ -195,13 +195,8 @@ fn normalize_root(root: &mut Value) {
                     "description": "Kind of this object.",
                 }),
             );
-            props.insert(
-                "metadata".to_owned(),
-                serde_json::json!({
-                    "type": "object",
-                    "description": "Standard Kubernetes object metadata.",
-                }),
-            );
+            // The apiserver forbids anything but `type` here (not even a description).
+            props.insert("metadata".to_owned(), serde_json::json!({"type": "object"}));
         }
     }
 }

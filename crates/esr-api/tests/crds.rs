@@ -94,7 +94,9 @@ fn check_node(path: &str, node: &Value, is_property: bool, problems: &mut Vec<St
             "{path}: nullable is only expected on .status.refreshTime"
         ));
     }
+    // The root `metadata` must not carry a description (see `every_crd_is_structural`).
     if is_property
+        && path != ".metadata"
         && obj
             .get("description")
             .and_then(Value::as_str)
@@ -275,13 +277,12 @@ fn every_crd_is_structural() {
                 local.push("root: type must be object".to_owned());
             }
             check_node("", root, false, &mut local);
-            // metadata may only restrict name and generateName; esr restricts nothing.
+            // metadata may only restrict name and generateName (and carry nothing else, not even a
+            // description); esr restricts nothing.
             let metadata = &root["properties"]["metadata"];
-            if metadata
-                != &serde_json::json!({"type": "object", "description": metadata["description"]})
-            {
+            if metadata != &serde_json::json!({"type": "object"}) {
                 local.push(format!(
-                    ".metadata: only type and description expected, got {metadata}"
+                    ".metadata: only `type: object` is allowed, got {metadata}"
                 ));
             }
             let has_status = root["properties"].get("status").is_some();
@@ -336,4 +337,24 @@ fn structural_checker_rejects_bad_schemas() {
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
+}
+
+#[test]
+fn every_crd_passes_esr_schema_apiserver_checks() {
+    // Independent cross-check with esr-schema's re-implementation of the apiserver's CRD schema
+    // validation (structural rules, defaults, list/map types).
+    let mut problems = Vec::new();
+    for crd in common::our_crds() {
+        let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
+        for version in crd["spec"]["versions"].as_array().unwrap() {
+            for p in esr_schema::check_structural(&version["schema"]["openAPIV3Schema"]) {
+                problems.push(format!("{name} {}: {p}", version["name"]));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "apiserver would reject:\n  {}",
+        problems.join("\n  ")
+    );
 }
