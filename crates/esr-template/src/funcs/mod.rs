@@ -33,6 +33,9 @@ pub mod sprig;
 pub mod util;
 pub mod yaml;
 
+#[cfg(test)]
+mod tests;
+
 use crate::func::FuncMap;
 
 /// Registers the whole function library in `map`.
