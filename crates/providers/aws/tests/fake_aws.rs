@@ -536,3 +536,54 @@ async fn batch_denied_falls_back_to_get_secret_value() {
     assert_eq!(calls.count("BatchGetSecretValue"), 1);
     assert_eq!(calls.count("GetSecretValue"), 5);
 }
+
+/// `sessionTagsPolicy: Simple` adds esoNamespace / esoStoreName / esoStoreKind to the AssumeRole
+/// session tags; ExternalSecrets of different namespaces therefore get different sessions.
+#[tokio::test]
+async fn session_tags_policy_simple_tags_each_namespace() {
+    let fake = FakeAws::start(sts_and_sm(None)).await;
+    let (p, calls) = provider(endpoints(&fake.url), CostOptions::default());
+    let kube = FakeKube::with_aws_keys("esr-system");
+    let mut spec = spec_secret_ref("us-east-1");
+    spec["auth"]["secretRef"]["accessKeyIDSecretRef"]["namespace"] =
+        serde_json::json!("esr-system");
+    spec["auth"]["secretRef"]["secretAccessKeySecretRef"]["namespace"] =
+        serde_json::json!("esr-system");
+    spec["role"] = serde_json::json!("arn:aws:iam::333333333333:role/abac");
+    spec["sessionTagsPolicy"] = serde_json::json!("Simple");
+    let cs = cluster_store("shared");
+    let a = p
+        .client(&spec, None, &cs, Some("team-a"), kube.clone())
+        .await
+        .unwrap();
+    let b = p
+        .client(&spec, None, &cs, Some("team-b"), kube.clone())
+        .await
+        .unwrap();
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(a.validate().await, Validation::Ready);
+    assert_eq!(b.validate().await, Validation::Ready);
+    let seen = fake.seen.lock().unwrap().clone();
+    let tags_of = |r: &SeenRequest| -> BTreeMap<String, String> {
+        (1..=10)
+            .filter_map(|i| {
+                Some((
+                    r.params.get(&format!("Tags.member.{i}.Key"))?.clone(),
+                    r.params.get(&format!("Tags.member.{i}.Value"))?.clone(),
+                ))
+            })
+            .collect()
+    };
+    let sts: Vec<BTreeMap<String, String>> = seen
+        .iter()
+        .filter(|r| r.action == "AssumeRole")
+        .map(tags_of)
+        .collect();
+    assert_eq!(sts.len(), 2);
+    for (tags, ns) in sts.iter().zip(["team-a", "team-b"]) {
+        assert_eq!(tags["esoNamespace"], ns);
+        assert_eq!(tags["esoStoreName"], "shared");
+        assert_eq!(tags["esoStoreKind"], "ClusterSecretStore");
+    }
+    assert_eq!(calls.count("AssumeRole"), 2);
+}
