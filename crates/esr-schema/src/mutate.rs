@@ -294,13 +294,11 @@ pub(crate) fn default(x: &mut Value, s: Option<&Node>) {
                         Additional::Bool(_) => None,
                     };
                     if let Some(v) = map.get_mut(&k) {
-                        // Go applies the (possibly absent) default, then recurses into the old value.
-                        let was_null = non_nullable_null(v, sub);
-                        if was_null {
+                        // A null becomes the (possibly absent) default, which is then defaulted too.
+                        if non_nullable_null(v, sub) {
                             *v = sub.and_then(|n| n.default.clone()).unwrap_or(Value::Null);
-                        } else {
-                            default(v, sub);
                         }
+                        default(v, sub);
                     }
                 }
             }
@@ -312,9 +310,8 @@ pub(crate) fn default(x: &mut Value, s: Option<&Node>) {
                     *v = item_schema
                         .and_then(|n| n.default.clone())
                         .unwrap_or(Value::Null);
-                } else {
-                    default(v, item_schema);
                 }
+                default(v, item_schema);
             }
         }
         _ => {}

@@ -940,3 +940,17 @@ fn schema_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Schema>();
 }
+
+#[test]
+fn defaults_inside_defaulted_nulls() {
+    let s = schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "object", "default": {}, "properties": {"a": {"type": "string", "default": "x"}}}},
+        "m": {"type": "object", "additionalProperties": {"type": "object", "default": {}, "properties": {"b": {"type": "integer", "default": 1}}}}
+    }}));
+    let mut obj = json!({"spec": {"l": [null, {"a": "set"}], "m": {"k": null}}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj["spec"],
+        json!({"l": [{"a": "x"}, {"a": "set"}], "m": {"k": {"b": 1}}})
+    );
+}
