@@ -24,6 +24,8 @@ trap cleanup EXIT INT TERM
 echo "==> building esr, esr-testkit and the demo helper"
 cargo build -q -p esr -p esr-testkit
 cargo build -q -p esr-controller --example demo_tool
+t_build=$(( $(date +%s) - t0 ))
+echo "    build: ${t_build}s"
 bin="$root/target/debug"
 tool="$bin/examples/demo_tool"
 
@@ -62,4 +64,4 @@ if command -v kubectl >/dev/null 2>&1; then
 fi
 
 echo
-echo "==> demo finished in $(( $(date +%s) - t0 ))s; stopping the controller and the API server"
+echo "==> demo finished in $(( $(date +%s) - t0 ))s (build ${t_build}s, run $(( $(date +%s) - t0 - t_build ))s); stopping the controller and the API server"
