@@ -329,33 +329,53 @@ fn semantically_equal(a: &Secret, b: &Secret) -> bool {
         && norm(&a.data) == norm(&b.data)
 }
 
+/// ESO `GetSecret` on an already fetched Secret.
+fn extract(secret: Option<&Secret>, r: &SecretRef) -> Result<Vec<u8>> {
+    // ESO returns the API error for a missing Secret, which is not NoSecretErr.
+    let secret = secret.ok_or_else(|| {
+        ProviderError::invalid(format!("secrets {:?} not found", r.key)).with_key(r.key.clone())
+    })?;
+    match (r.property(), r.fetch_metadata()) {
+        (None, true) => Ok(metadata_json(secret)),
+        (None, false) => Ok(go_json_string_map(&data_of(secret))),
+        (Some(p), true) => get_from_metadata(secret, p).ok_or_else(|| {
+            ProviderError::invalid(format!(
+                "property {p} does not exist in metadata of secret {:?}",
+                r.key
+            ))
+        }),
+        (Some(p), false) => get_from_data(secret, p).ok_or_else(|| {
+            ProviderError::invalid(format!(
+                "property {p} does not exist in data of secret {:?}",
+                r.key
+            ))
+        }),
+    }
+}
+
 #[async_trait]
 impl SecretsClient for KubernetesClient {
     async fn get_secret(&self, r: &SecretRef) -> Result<Vec<u8>> {
-        let secret = self
-            .get(&self.remote_namespace, &r.key)
-            .await?
-            // ESO returns the API error here, which is not NoSecretErr.
-            .ok_or_else(|| {
-                ProviderError::invalid(format!("secrets {:?} not found", r.key))
-                    .with_key(r.key.clone())
-            })?;
-        match (r.property(), r.fetch_metadata()) {
-            (None, true) => Ok(metadata_json(&secret)),
-            (None, false) => Ok(go_json_string_map(&data_of(&secret))),
-            (Some(p), true) => get_from_metadata(&secret, p).ok_or_else(|| {
-                ProviderError::invalid(format!(
-                    "property {p} does not exist in metadata of secret {:?}",
-                    r.key
-                ))
-            }),
-            (Some(p), false) => get_from_data(&secret, p).ok_or_else(|| {
-                ProviderError::invalid(format!(
-                    "property {p} does not exist in data of secret {:?}",
-                    r.key
-                ))
-            }),
+        let secret = self.get(&self.remote_namespace, &r.key).await?;
+        extract(secret.as_ref(), r)
+    }
+
+    /// Each distinct Secret is read once, whatever the number of properties taken from it.
+    async fn get_secrets(&self, refs: &[SecretRef]) -> Vec<Result<Vec<u8>>> {
+        let mut fetched: BTreeMap<&str, Result<Option<Secret>>> = BTreeMap::new();
+        for r in refs {
+            if !fetched.contains_key(r.key.as_str()) {
+                let s = self.get(&self.remote_namespace, &r.key).await;
+                fetched.insert(r.key.as_str(), s);
+            }
         }
+        refs.iter()
+            .map(|r| match fetched.get(r.key.as_str()) {
+                Some(Ok(secret)) => extract(secret.as_ref(), r),
+                Some(Err(e)) => Err(e.clone()),
+                None => Err(ProviderError::transient("internal: secret was not fetched")),
+            })
+            .collect()
     }
 
     async fn get_secret_map(&self, r: &SecretRef) -> Result<BTreeMap<String, Vec<u8>>> {

@@ -1001,3 +1001,32 @@ fn referent_detection() {
     ));
     assert!(!is_referent_auth(None));
 }
+
+#[tokio::test]
+async fn batch_reads_each_secret_once() {
+    let (c, _, rec) = client(StoreKind::SecretStore).await;
+    let refs = [
+        SecretRef::new("app").with_property("user"),
+        SecretRef::new("app").with_property("json.a.b"),
+        SecretRef::new("ghost"),
+        SecretRef::new("app").with_property("nope"),
+        SecretRef::new("db-one"),
+    ];
+    let got: Vec<_> = c.get_secrets(&refs).await.into_iter().map(text).collect();
+    assert_eq!(got[0], Ok("admin".to_string()));
+    assert_eq!(got[1], Ok("deep".to_string()));
+    assert_eq!(
+        got[2],
+        Err((
+            ErrorKind::Invalid,
+            r#"secrets "ghost" not found"#.to_string()
+        ))
+    );
+    assert!(got[3].is_err());
+    assert_eq!(got[4], Ok(r#"{"p":"1"}"#.to_string()));
+    assert_eq!(
+        rec.count("GetSecret"),
+        3,
+        "app, ghost and db-one are read once each"
+    );
+}
