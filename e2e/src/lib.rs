@@ -1,1 +1,461 @@
-//! End-to-end test harness: starts esr-testkit (or uses ESR_E2E_KUBECONFIG) and the real `esr` binary.
+//! End-to-end test harness for esr.
+//!
+//! [`Env::start`] gives a Kubernetes API to test against:
+//! - by default an in-process `esr-testkit` server (fault injection and the audit log available);
+//! - when `ESR_E2E_KUBECONFIG` is set, the cluster of that kubeconfig, unchanged (the usual
+//!   `KUBECONFIG` is deliberately ignored so a developer's cluster is never used by accident).
+//!
+//! It applies the repository's `crds/`, creates one namespace per scenario with
+//! [`Env::namespace`] (deleted again when the `Env` is dropped) and starts the real `esr` binary
+//! with [`Env::start_esr`] as `esr controller --kubeconfig <path> ...`, logging to a file.
+//!
+//! The `esr` binary is found as follows: `$ESR_BIN` if set; otherwise `cargo build -p esr --bin esr`
+//! runs once per test process (a no-op when up to date) and `<target>/debug/esr` is used, where
+//! `<target>` is the directory the test executable lives in (`target/debug/deps/..`).
+//!
+//! Scenarios that need fault injection call [`Env::supports_faults`] (false on a real cluster)
+//! and skip themselves with a printed `skipped: <reason>` line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+pub use esr_testkit::{Audit, Faults, TestServer};
+
+/// Label put on every namespace the harness creates.
+pub const NAMESPACE_LABEL: &str = "esr-e2e";
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A test environment: an API server (testkit or real), a client and a kubeconfig.
+pub struct Env {
+    server: Option<TestServer>,
+    kubeconfig: PathBuf,
+    client: kube::Client,
+    namespaces: Mutex<Vec<String>>,
+    work: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("kubeconfig", &self.kubeconfig)
+            .field("testkit", &self.server.is_some())
+            .finish()
+    }
+}
+
+impl Env {
+    /// Start the environment and apply `crds/`.
+    pub async fn start() -> Result<Env> {
+        let work = tempfile::tempdir().context("temp dir")?;
+        let (server, kubeconfig, client) =
+            match std::env::var_os("ESR_E2E_KUBECONFIG").filter(|v| !v.is_empty()) {
+                Some(path) => {
+                    let path = PathBuf::from(path);
+                    let kc = kube::config::Kubeconfig::read_from(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let cfg = kube::Config::from_custom_kubeconfig(
+                        kc,
+                        &kube::config::KubeConfigOptions::default(),
+                    )
+                    .await?;
+                    (None, path, kube::Client::try_from(cfg)?)
+                }
+                None => {
+                    let server = TestServer::start().await?;
+                    let path = work.path().join("kubeconfig");
+                    server.write_kubeconfig(&path)?;
+                    let client = server.client();
+                    (Some(server), path, client)
+                }
+            };
+        let env = Env {
+            server,
+            kubeconfig,
+            client,
+            namespaces: Mutex::new(vec![]),
+            work,
+        };
+        env.apply_crds(&repo_root().join("crds")).await?;
+        Ok(env)
+    }
+
+    /// A kube client for the environment.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// The kubeconfig the `esr` process uses.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// True when running against `ESR_E2E_KUBECONFIG`.
+    pub fn is_real_cluster(&self) -> bool {
+        self.server.is_none()
+    }
+
+    /// Fault injection is only available on esr-testkit.
+    pub fn supports_faults(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// Fault injection (testkit only).
+    pub fn faults(&self) -> Option<&Faults> {
+        self.server.as_ref().map(TestServer::faults)
+    }
+
+    /// The audit log of API calls (testkit only).
+    pub fn audit(&self) -> Option<&Audit> {
+        self.server.as_ref().map(TestServer::audit)
+    }
+
+    /// The testkit server, if any.
+    pub fn testkit(&self) -> Option<&TestServer> {
+        self.server.as_ref()
+    }
+
+    /// A scratch directory that lives as long as the environment.
+    pub fn work_dir(&self) -> &Path {
+        self.work.path()
+    }
+
+    /// Server-side apply every CustomResourceDefinition of a directory and wait until established.
+    pub async fn apply_crds(&self, dir: &Path) -> Result<usize> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let mut names = vec![];
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(std::result::Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        for f in files {
+            for doc in esr_testkit::read_manifests(&f)? {
+                if doc["kind"] != "CustomResourceDefinition" {
+                    continue;
+                }
+                let name = doc["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                api.patch(
+                    &name,
+                    &PatchParams::apply("esr-e2e").force(),
+                    &Patch::Apply(&doc),
+                )
+                .await
+                .with_context(|| format!("applying {} from {}", name, f.display()))?;
+                names.push(name);
+            }
+        }
+        for name in &names {
+            wait_for(
+                &format!("CRD {name} established"),
+                Duration::from_secs(60),
+                || async {
+                    let crd = api.get_opt(name).await.ok().flatten()?;
+                    let established = crd
+                        .status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True");
+                    established.then_some(())
+                },
+            )
+            .await?;
+        }
+        Ok(names.len())
+    }
+
+    /// Create a namespace `<prefix>-<random>` for one scenario; it is deleted when the Env is dropped.
+    pub async fn namespace(&self, prefix: &str) -> Result<String> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let name = format!("{prefix}-{}", random_suffix());
+        let ns: Namespace = serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": {NAMESPACE_LABEL: "true"}}}),
+        )?;
+        api.create(&PostParams::default(), &ns)
+            .await
+            .with_context(|| format!("creating namespace {name}"))?;
+        if let Ok(mut g) = self.namespaces.lock() {
+            g.push(name.clone());
+        }
+        Ok(name)
+    }
+
+    /// Delete the namespaces this Env created (also done on drop).
+    pub async fn cleanup(&self) -> Result<()> {
+        let names: Vec<String> = match self.namespaces.lock() {
+            Ok(mut g) => g.drain(..).collect(),
+            Err(_) => vec![],
+        };
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        for n in names {
+            match api.delete(&n, &DeleteParams::background()).await {
+                Ok(_) | Err(kube::Error::Api(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Start `esr controller --kubeconfig <path> --metrics-addr 127.0.0.1:<free> --live-addr
+    /// 127.0.0.1:<free> <args>`; stdout and stderr go to a log file.
+    pub fn start_esr(&self, args: &[&str]) -> Result<EsrProcess> {
+        let metrics = free_port()?;
+        let live = free_port()?;
+        let kc = self.kubeconfig.to_string_lossy().to_string();
+        let m = format!("127.0.0.1:{metrics}");
+        let l = format!("127.0.0.1:{live}");
+        let mut full: Vec<&str> = vec!["controller", "--kubeconfig", &kc];
+        if !args.iter().any(|a| a.starts_with("--metrics-addr")) {
+            full.extend(["--metrics-addr", &m]);
+        }
+        if !args.iter().any(|a| a.starts_with("--live-addr")) {
+            full.extend(["--live-addr", &l]);
+        }
+        full.extend(args);
+        let mut p = self.start_esr_raw(&full)?;
+        p.metrics_addr = Some(m.clone());
+        p.probes_addr = Some(l.clone());
+        Ok(p)
+    }
+
+    /// Start the esr binary with exactly these arguments (any subcommand), logging to a file.
+    pub fn start_esr_raw(&self, args: &[&str]) -> Result<EsrProcess> {
+        let bin = esr_binary()?;
+        let log_path = self
+            .work
+            .path()
+            .join(format!("esr-{}.log", random_suffix()));
+        let log = std::fs::File::create(&log_path)?;
+        let log2 = log.try_clone()?;
+        let child = Command::new(&bin)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log2))
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        Ok(EsrProcess {
+            child,
+            log_path,
+            metrics_addr: None,
+            probes_addr: None,
+        })
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let pending = self
+            .namespaces
+            .lock()
+            .map(|g| !g.is_empty())
+            .unwrap_or(false);
+        // On testkit everything goes away with the server; on a real cluster delete the namespaces.
+        if pending && self.server.is_none() {
+            let client = self.client.clone();
+            let names: Vec<String> = self
+                .namespaces
+                .lock()
+                .map(|mut g| g.drain(..).collect())
+                .unwrap_or_default();
+            let _ = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    let api: Api<Namespace> = Api::all(client);
+                    for n in names {
+                        let _ = api.delete(&n, &DeleteParams::background()).await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// A running `esr` process; killed on drop.
+#[derive(Debug)]
+pub struct EsrProcess {
+    child: Child,
+    log_path: PathBuf,
+    /// `127.0.0.1:port` of /metrics (controller only).
+    pub metrics_addr: Option<String>,
+    /// `127.0.0.1:port` of /healthz and /readyz (controller only).
+    pub probes_addr: Option<String>,
+}
+
+impl EsrProcess {
+    /// The log file (stdout and stderr).
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Everything logged so far.
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Still running?
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Wait for the process to exit (with a timeout) and return its exit code.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Result<Option<i32>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.try_wait()? {
+                return Ok(st.code());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                bail!("esr did not exit within {timeout:?}; log:\n{}", self.logs());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stop the process: SIGTERM, then SIGKILL after 5 s.
+    pub fn stop(&mut self) {
+        if !self.is_running() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..100 {
+            if !self.is_running() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for EsrProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Poll `f` every 100 ms until it returns `Some` or `timeout` passes.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(anyhow!("timed out after {timeout:?} waiting for {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Print the skip line and return true when fault injection is unavailable.
+pub fn skip_without_faults(env: &Env, scenario: &str) -> bool {
+    if env.supports_faults() {
+        return false;
+    }
+    println!(
+        "skipped: {scenario} needs fault injection, which a real cluster (ESR_E2E_KUBECONFIG) does not offer"
+    );
+    true
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..6)
+        .map(|_| ALPHA[rng.random_range(0..ALPHA.len())] as char)
+        .collect()
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+static ESR_BIN: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+
+/// Locate (and once per process, build) the `esr` binary. See the crate docs.
+pub fn esr_binary() -> Result<PathBuf> {
+    ESR_BIN
+        .get_or_init(locate_esr)
+        .clone()
+        .map_err(|e| anyhow!(e))
+}
+
+fn locate_esr() -> std::result::Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("ESR_BIN").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // target/debug/deps/<test> → target/debug
+    let profile_dir = exe
+        .parent()
+        .and_then(|d| {
+            if d.ends_with("deps") {
+                d.parent()
+            } else {
+                Some(d)
+            }
+        })
+        .ok_or("cannot find the target directory")?
+        .to_path_buf();
+    let bin = profile_dir.join("esr");
+    if std::env::var("ESR_E2E_NO_BUILD").as_deref() != Ok("1") {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", "esr", "--bin", "esr"])
+            .current_dir(repo_root())
+            .status()
+            .map_err(|e| format!("running cargo build -p esr: {e}"))?;
+        if !status.success() {
+            return Err(format!("cargo build -p esr failed: {status}"));
+        }
+    }
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!("{} does not exist", bin.display()))
+    }
+}
+
+/// Read a value at a JSON pointer as a string (helper for scenarios).
+pub fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
