@@ -790,3 +790,24 @@ fn crd_cel_rules_are_enforced() {
         ],
     );
 }
+
+#[test]
+fn unreadable_file_is_an_error_for_that_file_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), [0xff_u8, 0xfe]).unwrap();
+    write(
+        &dir,
+        "b.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+    );
+    let (text, code) = run_text(&["-f", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let d = dir.path().display();
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            format!("ERROR {d}/a.yaml:0 /: cannot read file: stream did not contain valid UTF-8"),
+            format!("SKIPPED {d}/b.yaml:0 ConfigMap/c: not an external-secrets.io object"),
+        ]
+    );
+}

@@ -70,9 +70,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let files = collect_files(&inputs)?;
     let mut results = Vec::new();
     for file in &files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        results.extend(validate_text(&file.display().to_string(), &text, &registry));
+        let name = file.display().to_string();
+        match std::fs::read_to_string(file) {
+            Ok(text) => results.extend(validate_text(&name, &text, &registry)),
+            // An unreadable file (e.g. not UTF-8) is an error for that file, not for the run.
+            Err(e) => results.push(DocResult {
+                file: name,
+                index: 0,
+                kind: String::new(),
+                name: String::new(),
+                result: Outcome::Error,
+                reasons: vec![format!("cannot read file: {e}")],
+            }),
+        }
     }
     match args.output {
         OutputFormat::Text => {
