@@ -179,18 +179,35 @@ pub fn json_object_to_map(data: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, Prov
     Ok(out)
 }
 
-/// A JSON error description that never contains the input (serde's messages only carry positions
-/// and expectations, but strip anything after a quote to be safe).
+/// A JSON error description that never contains the input. serde's "invalid type/value" messages
+/// quote the offending value (which may be a secret), so those are reduced to their position;
+/// syntax, EOF and field-name errors (unknown / missing field) are kept.
 pub fn json_error_text(e: &serde_json::Error) -> String {
-    let msg = e.to_string();
-    match msg.find('`') {
-        Some(i) => format!(
-            "{} at line {} column {}",
-            msg[..i].trim_end(),
-            e.line(),
-            e.column()
-        ),
-        None => msg,
+    use serde_json::error::Category;
+    let at = format!("at line {} column {}", e.line(), e.column());
+    match e.classify() {
+        Category::Eof => format!("unexpected end of JSON input {at}"),
+        Category::Syntax => format!("invalid JSON {at}"),
+        Category::Io => "I/O error while reading JSON".to_string(),
+        Category::Data => {
+            let msg = e.to_string();
+            if msg.starts_with("invalid type")
+                || msg.starts_with("invalid value")
+                || msg.contains('"')
+            {
+                let expected = msg
+                    .split_once(", expected ")
+                    .map(|(_, rest)| rest.split(" at line ").next().unwrap_or(rest).to_string());
+                match expected {
+                    Some(exp) if !exp.contains('"') => {
+                        format!("invalid type or value {at}, expected {exp}")
+                    }
+                    _ => format!("invalid type or value {at}"),
+                }
+            } else {
+                msg
+            }
+        }
     }
 }
 
@@ -275,6 +292,22 @@ mod tests {
         assert!(!e.is_empty());
         assert!(!e.contains("supersecret"), "{e}");
         assert!(json_object_to_map(b"[1,2]").is_err());
+        for input in [
+            &b"\"supersecret\""[..],
+            b"123456789",
+            b"[\"supersecret\"]",
+            b"{\"a\": supersecret}",
+        ] {
+            let e = json_object_to_map(input)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(!e.is_empty());
+            assert!(
+                !e.contains("supersecret") && !e.contains("123456789"),
+                "{e}"
+            );
+        }
         assert!(json_object_to_map(b"\"str\"").is_err());
     }
 }
