@@ -841,8 +841,6 @@ fn eso_crds_are_structural() {
 }
 
 #[test]
-#[ignore = "crds/ puts a description on the root metadata schema, which the apiserver rejects \
-            (properties[metadata]: Forbidden); run with --run-ignored once crdgen drops it"]
 fn esr_committed_crds_are_structural() {
     let mut all = Vec::new();
     for crd in &crds_in("../../crds") {
