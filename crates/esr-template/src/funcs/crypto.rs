@@ -375,16 +375,16 @@ pub fn install(m: &mut FuncMap) {
     use T::{Int, String as S};
     let list = || T::Slice(Box::new(T::Interface));
     let certt = || T::Named(objects::CERT.into());
-    def(m, "sha1sum", vec![S], |a| {
+    defb(m, "sha1sum", vec![S], |a| {
         ok_str(hex(&sha1::Sha1::digest(sb(a, 0))))
     });
-    def(m, "sha256sum", vec![S], |a| {
+    defb(m, "sha256sum", vec![S], |a| {
         ok_str(hex(&sha2::Sha256::digest(sb(a, 0))))
     });
-    def(m, "sha512sum", vec![S], |a| {
+    defb(m, "sha512sum", vec![S], |a| {
         ok_str(hex(&sha2::Sha512::digest(sb(a, 0))))
     });
-    def(m, "adler32sum", vec![S], |a| {
+    defb(m, "adler32sum", vec![S], |a| {
         let mut h = adler2::Adler32::new();
         h.write_slice(sb(a, 0));
         ok_str(h.checksum().to_string())
@@ -407,12 +407,12 @@ pub fn install(m: &mut FuncMap) {
         let counter = a.first().and_then(Value::uint_bits).unwrap_or(0) as u32;
         ok_str(derive_password(counter, s(a, 1), s(a, 2), s(a, 3), s(a, 4)))
     });
-    def(m, "encryptAES", vec![S, S], |a| {
+    defb(m, "encryptAES", vec![S, S], |a| {
         encrypt_aes(sb(a, 0), sb(a, 1))
             .map(Value::String)
             .map_err(err)
     });
-    def(m, "decryptAES", vec![S, S], |a| {
+    defb(m, "decryptAES", vec![S, S], |a| {
         decrypt_aes(sb(a, 0), sb(a, 1)).map(go_string).map_err(err)
     });
     def(m, "randBytes", vec![Int], |a| {

@@ -489,67 +489,71 @@ fn e(m: String) -> FuncError {
 /// Registers ESO's functions (except the YAML ones).
 pub fn install(m: &mut FuncMap) {
     use T::String as S;
-    def(m, "filterPEM", vec![S, S], |a| {
+    defb(m, "filterPEM", vec![S, S], |a| {
         filter_pem(s(a, 0), bin(a, 1)).map(Value::String).map_err(e)
     });
-    def(m, "filterCertChain", vec![S, S], |a| {
+    defb(m, "filterCertChain", vec![S, S], |a| {
         filter_cert_chain(s(a, 0), bin(a, 1))
             .map(Value::String)
             .map_err(e)
     });
-    def(m, "certSANs", vec![S], |a| {
+    defb(m, "certSANs", vec![S], |a| {
         cert_sans(bin(a, 0)).map(Value::strings).map_err(e)
     });
-    def(m, "pkcs12key", vec![S], |a| {
+    defb(m, "pkcs12key", vec![S], |a| {
         pkcs12_key("", bin(a, 0)).map(Value::String).map_err(e)
     });
-    def(m, "pkcs12keyPass", vec![S, S], |a| {
+    defb(m, "pkcs12keyPass", vec![S, S], |a| {
         pkcs12_key(s(a, 0), bin(a, 1)).map(Value::String).map_err(e)
     });
-    def(m, "pkcs12cert", vec![S], |a| {
+    defb(m, "pkcs12cert", vec![S], |a| {
         pkcs12_cert("", bin(a, 0)).map(Value::String).map_err(e)
     });
-    def(m, "pkcs12certPass", vec![S, S], |a| {
+    defb(m, "pkcs12certPass", vec![S, S], |a| {
         pkcs12_cert(s(a, 0), bin(a, 1))
             .map(Value::String)
             .map_err(e)
     });
-    def(m, "pemToPkcs12", vec![S, S], |a| {
+    defb(m, "pemToPkcs12", vec![S, S], |a| {
         pem_to_pkcs12(bin(a, 0), bin(a, 1), "", false)
             .map(Value::String)
             .map_err(e)
     });
-    def(m, "pemToPkcs12Pass", vec![S, S, S], |a| {
+    defb(m, "pemToPkcs12Pass", vec![S, S, S], |a| {
         pem_to_pkcs12(bin(a, 0), bin(a, 1), s(a, 2), false)
             .map(Value::String)
             .map_err(e)
     });
-    def(m, "fullPemToPkcs12", vec![S, S], |a| {
+    defb(m, "fullPemToPkcs12", vec![S, S], |a| {
         pem_to_pkcs12(bin(a, 0), bin(a, 1), "", true)
             .map(Value::String)
             .map_err(e)
     });
-    def(m, "fullPemToPkcs12Pass", vec![S, S, S], |a| {
+    defb(m, "fullPemToPkcs12Pass", vec![S, S, S], |a| {
         pem_to_pkcs12(bin(a, 0), bin(a, 1), s(a, 2), true)
             .map(Value::String)
             .map_err(e)
     });
-    def(m, "pemTruststoreToPKCS12", vec![S], |a| {
+    defb(m, "pemTruststoreToPKCS12", vec![S], |a| {
         truststore(bin(a, 0), "").map(Value::String).map_err(e)
     });
-    def(m, "pemTruststoreToPKCS12Pass", vec![S, S], |a| {
+    defb(m, "pemTruststoreToPKCS12Pass", vec![S, S], |a| {
         truststore(bin(a, 0), s(a, 1)).map(Value::String).map_err(e)
     });
-    def(m, "jwkPublicKeyPem", vec![S], |a| {
+    defb(m, "jwkPublicKeyPem", vec![S], |a| {
         match parse_jwk(s(a, 0)).map_err(e)? {
             JwkKey::Public(der) => ok_str(gopem::encode_der("PUBLIC KEY", &der)),
-            JwkKey::Private(k) => {
-                let _ = k;
-                Err(err("x509: unsupported public key type: *rsa.PrivateKey"))
-            }
+            JwkKey::Private(k) => Err(err(format!(
+                "x509: unsupported public key type: {}",
+                match k {
+                    PrivKey::Rsa(_) => "*rsa.PrivateKey",
+                    PrivKey::Ed25519(_) => "ed25519.PrivateKey",
+                    _ => "*ecdsa.PrivateKey",
+                }
+            ))),
         }
     });
-    def(m, "jwkPrivateKeyPem", vec![S], |a| {
+    defb(m, "jwkPrivateKeyPem", vec![S], |a| {
         match parse_jwk(s(a, 0)).map_err(e)? {
             JwkKey::Private(k) => {
                 ok_str(gopem::encode_der("PRIVATE KEY", &k.to_pkcs8().map_err(e)?))
@@ -557,7 +561,7 @@ pub fn install(m: &mut FuncMap) {
             JwkKey::Public(_) => Err(err("x509: unknown key type while marshaling PKCS#8")),
         }
     });
-    def(m, "rsaDecrypt", vec![S, S, S, S], |a| {
+    defb(m, "rsaDecrypt", vec![S, S, S, S], |a| {
         rsa_decrypt(s(a, 0), s(a, 1), bin(a, 2), bin(a, 3))
             .map(go_string)
             .map_err(e)

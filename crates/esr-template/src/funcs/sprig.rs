@@ -115,7 +115,7 @@ fn strings(m: &mut FuncMap) {
     def(m, "hasSuffix", vec![S, S], |a| {
         Ok(Value::Bool(s(a, 1).ends_with(s(a, 0))))
     });
-    defv(m, "quote", vec![], Interface, |a| {
+    defvb(m, "quote", vec![], Interface, |a| {
         let out: Vec<String> = a
             .iter()
             .filter(|v| !v.is_nil())
@@ -964,25 +964,25 @@ fn path_funcs(m: &mut FuncMap) {
 
 fn encodings(m: &mut FuncMap) {
     use T::String as S;
-    def(m, "b64enc", vec![S], |a| {
+    defb(m, "b64enc", vec![S], |a| {
         ok_str(encoding::b64_encode(sb(a, 0)))
     });
-    def(m, "b64dec", vec![S], |a| {
+    defb(m, "b64dec", vec![S], |a| {
         match encoding::b64_decode(sb(a, 0)) {
             Ok(b) => Ok(go_string(b)),
             Err(e) => ok_str(e.to_string()),
         }
     });
-    def(m, "b32enc", vec![S], |a| {
+    defb(m, "b32enc", vec![S], |a| {
         ok_str(encoding::b32_encode(sb(a, 0)))
     });
-    def(m, "b32dec", vec![S], |a| {
+    defb(m, "b32dec", vec![S], |a| {
         match encoding::b32_decode(sb(a, 0)) {
             Ok(b) => Ok(go_string(b)),
             Err(e) => ok_str(e.to_string()),
         }
     });
-    def(m, "hexdec", vec![S], |a| {
+    defb(m, "hexdec", vec![S], |a| {
         match encoding::hex_decode(sb(a, 0)) {
             Ok(b) => Ok(go_string(b)),
             Err(e) => ok_str(e),

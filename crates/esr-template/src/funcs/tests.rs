@@ -706,3 +706,17 @@ fn yaml_group() {
     // YAML 1.1: a plain `n` key is the boolean false, as in go-yaml v2
     assert_eq!(r(r#"{{ fromYaml "n: 1" }}"#), "map[false:1]");
 }
+
+#[test]
+fn binary_strings() {
+    // b64dec of non-UTF-8 bytes keeps the bytes for byte-oriented functions
+    assert_eq!(
+        r(
+            r#"{{ "/w==" | b64dec | len }} {{ "/w==" | b64dec | b64enc }} {{ "/w==" | b64dec | sha1sum | trunc 8 }}"#
+        ),
+        "1 /w== 85e53271"
+    );
+    // and rune-oriented functions see U+FFFD, as Go's strings.Map does
+    assert_eq!(r(r#"{{ "/w==" | b64dec | upper | len }}"#), "3");
+    assert_eq!(r(r#"{{ "/w==" | b64dec | quote }}"#), r#""\xff""#);
+}

@@ -10,16 +10,64 @@ use crate::value::{GoType, Value};
 /// Shorthand for the result type of a function body.
 pub type R = Result<Value, FuncError>;
 
-/// Registers a function with fixed parameters.
+/// Go strings holding non-UTF-8 bytes ([`Value::BinaryString`]) reach text
+/// functions as UTF-8 with invalid sequences replaced by U+FFFD, which is what
+/// Go's rune-wise string functions produce for them.
+fn text_args(a: &[Value]) -> Option<Vec<Value>> {
+    if !a.iter().any(|v| matches!(v, Value::BinaryString(_))) {
+        return None;
+    }
+    Some(
+        a.iter()
+            .map(|v| match v {
+                Value::BinaryString(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
+                other => other.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// Registers a text function with fixed parameters (see [`text_args`]).
 pub fn def<F>(m: &mut FuncMap, name: &str, params: Vec<GoType>, f: F)
+where
+    F: Fn(&[Value]) -> R + Send + Sync + 'static,
+{
+    m.insert(FuncDef::new(
+        name,
+        params,
+        move |a: &[Value]| match text_args(a) {
+            Some(conv) => f(&conv),
+            None => f(a),
+        },
+    ));
+}
+
+/// Registers a variadic text function (see [`text_args`]).
+pub fn defv<F>(m: &mut FuncMap, name: &str, params: Vec<GoType>, variadic: GoType, f: F)
+where
+    F: Fn(&[Value]) -> R + Send + Sync + 'static,
+{
+    m.insert(FuncDef::variadic(
+        name,
+        params,
+        variadic,
+        move |a: &[Value]| match text_args(a) {
+            Some(conv) => f(&conv),
+            None => f(a),
+        },
+    ));
+}
+
+/// Registers a function that reads the raw bytes of its string arguments.
+pub fn defb<F>(m: &mut FuncMap, name: &str, params: Vec<GoType>, f: F)
 where
     F: Fn(&[Value]) -> R + Send + Sync + 'static,
 {
     m.insert(FuncDef::new(name, params, f));
 }
 
-/// Registers a variadic function.
-pub fn defv<F>(m: &mut FuncMap, name: &str, params: Vec<GoType>, variadic: GoType, f: F)
+/// Registers a variadic function that reads raw bytes of string arguments.
+pub fn defvb<F>(m: &mut FuncMap, name: &str, params: Vec<GoType>, variadic: GoType, f: F)
 where
     F: Fn(&[Value]) -> R + Send + Sync + 'static,
 {

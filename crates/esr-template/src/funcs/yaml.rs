@@ -140,6 +140,23 @@ fn resolve(s: &str) -> Y {
     Y::Str(s.to_string())
 }
 
+/// go-yaml v2's `parseTimestamp` check (such strings are quoted on output; when
+/// decoding into `interface{}` go-yaml v2 keeps them as strings).
+fn is_timestamp(s: &str) -> bool {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits != 4 || s.as_bytes().get(4) != Some(&b'-') {
+        return false;
+    }
+    [
+        "2006-1-2T15:4:5.999999999Z07:00",
+        "2006-1-2t15:4:5.999999999Z07:00",
+        "2006-1-2 15:4:5.999999999",
+        "2006-1-2",
+    ]
+    .iter()
+    .any(|layout| super::gotime::parse(layout, s).is_ok())
+}
+
 /// go-yaml v2's `isBase60Float` (quoted on output for YAML 1.1 compatibility).
 fn is_base60_float(s: &str) -> bool {
     // ^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$
@@ -704,7 +721,10 @@ impl Emitter {
 
     /// A string scalar; `indent` is the indentation of continuation lines.
     fn string(&mut self, s: &str, indent: usize, is_key: bool) {
-        let can_plain = matches!(resolve(s), Y::Str(_)) && !is_base60_float(s) && !s.is_empty();
+        let can_plain = matches!(resolve(s), Y::Str(_))
+            && !is_base60_float(s)
+            && !is_timestamp(s)
+            && !s.is_empty();
         let a = analyze(s);
         if s.contains('\n') && !is_key {
             if a.block {
@@ -861,6 +881,10 @@ mod tests {
         assert_eq!(y("1e21"), "1e+21");
         assert_eq!(y(r#""it's""#), "it's");
         assert_eq!(y(r#""1:20""#), "\"1:20\"");
+        assert_eq!(
+            y(r#"{"d":"2024-01-02","e":"2024-1-2 3:04:05","f":"2024-13-01"}"#),
+            "d: \"2024-01-02\"\ne: \"2024-1-2 3:04:05\"\nf: 2024-13-01"
+        );
         let long = "word ".repeat(30);
         let out = y(&format!("{{\"k\":\"{}\"}}", long.trim()));
         assert!(out.lines().count() > 1, "{out}");
