@@ -310,4 +310,29 @@ mod tests {
         }
         assert!(json_object_to_map(b"\"str\"").is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn go_json_string_round_trips(s in "\\PC*|[\\x00-\\x1f\"\\\\\u{2028}\u{2029}<>&]*") {
+            let mut out = String::new();
+            go_json_string(&mut out, s.as_bytes());
+            let back: String = serde_json::from_str(&out).unwrap_or_default();
+            proptest::prop_assert_eq!(back, s);
+        }
+
+        #[test]
+        fn go_json_string_is_valid_json_for_any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let mut out = String::new();
+            go_json_string(&mut out, &b);
+            proptest::prop_assert!(serde_json::from_str::<String>(&out).is_ok());
+        }
+
+        #[test]
+        fn converted_keys_are_valid_secret_keys(k in "\\PC{1,20}") {
+            let c = convert_key(ConversionStrategy::Default, &k);
+            proptest::prop_assert!(c.chars().all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '.' || ch == '_'));
+            let u = convert_key(ConversionStrategy::Unicode, &k);
+            proptest::prop_assert!(u.chars().all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '.' || ch == '_'));
+        }
+    }
 }
