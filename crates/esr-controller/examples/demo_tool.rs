@@ -7,7 +7,12 @@
 //!   `kubectl get externalsecrets`-style table.
 //! - `demo_tool bulk --kubeconfig K --namespace NS --externalsecrets N --secrets M --store NAME`:
 //!   create N ExternalSecrets (fake ClusterSecretStore NAME) and M unrelated Secrets.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_literal)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_literal
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -697,3 +697,104 @@ impl Runtime {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::watcher::Event;
+
+    fn es(ns: &str, name: &str, spec: serde_json::Value) -> ExternalSecret {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    fn cache(items: Vec<ExternalSecret>) -> Store<ExternalSecret> {
+        let (reader, mut writer) = reflector::store();
+        writer.apply_watcher_event(&Event::Init);
+        for i in items {
+            writer.apply_watcher_event(&Event::InitApply(i));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
+        reader
+    }
+
+    #[test]
+    fn secrets_map_to_external_secrets_by_target_name() {
+        let store = cache(vec![
+            es("a", "db", serde_json::json!({})),
+            es(
+                "a",
+                "other",
+                serde_json::json!({"target": {"name": "db-copy"}}),
+            ),
+            es("b", "db", serde_json::json!({})),
+        ]);
+        let names = |v: Vec<ObjectRef<ExternalSecret>>| -> Vec<String> {
+            v.into_iter().map(|r| r.name).collect()
+        };
+        assert_eq!(
+            names(es_for_secret(&store, "a", "db")),
+            vec!["db".to_string()]
+        );
+        assert_eq!(
+            names(es_for_secret(&store, "a", "db-copy")),
+            vec!["other".to_string()]
+        );
+        assert!(es_for_secret(&store, "c", "db").is_empty());
+    }
+
+    #[test]
+    fn stores_map_to_the_external_secrets_using_them() {
+        let store = cache(vec![
+            es(
+                "a",
+                "x",
+                serde_json::json!({"secretStoreRef": {"name": "s"}}),
+            ),
+            es(
+                "b",
+                "y",
+                serde_json::json!({"secretStoreRef": {"name": "s"}}),
+            ),
+            es(
+                "a",
+                "z",
+                serde_json::json!({"secretStoreRef": {"name": "c", "kind": "ClusterSecretStore"}}),
+            ),
+            es(
+                "b",
+                "w",
+                serde_json::json!({"data": [{"secretKey": "k", "remoteRef": {"key": "r"},
+                    "sourceRef": {"storeRef": {"name": "c", "kind": "ClusterSecretStore"}}}]}),
+            ),
+        ]);
+        let mut got: Vec<String> = es_for_store(&store, StoreKind::SecretStore, Some("a"), "s")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(got, vec!["x".to_string()]);
+        got = es_for_store(&store, StoreKind::ClusterSecretStore, None, "c")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        got.sort();
+        assert_eq!(got, vec!["w".to_string(), "z".to_string()]);
+    }
+
+    #[test]
+    fn trigger_hash_ignores_status_only_changes() {
+        let a = es("a", "x", serde_json::json!({}));
+        let mut b = a.clone();
+        b.status = Some(Default::default());
+        assert_eq!(es_trigger_hash(&a), es_trigger_hash(&b));
+        let mut c = a.clone();
+        c.metadata.labels = Some([("l".to_string(), "v".to_string())].into());
+        assert_ne!(es_trigger_hash(&a), es_trigger_hash(&c));
+        let mut d = a.clone();
+        d.metadata.generation = Some(2);
+        assert_ne!(es_trigger_hash(&a), es_trigger_hash(&d));
+    }
+}

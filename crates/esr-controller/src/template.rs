@@ -78,84 +78,20 @@ pub trait TemplateEngine: Send + Sync {
     fn transformer(&self) -> &dyn KeyTransformer;
 }
 
-/// ESO's template engine v2 over esr-template: `templateFrom` (in order; Values and
-/// KeysAndValues scopes, literals; targets Data/Labels/Annotations), then `template.data`, then the
-/// metadata label/annotation templates. Errors never include values (`redact`).
-pub struct EsoTemplates {
-    funcs: esr_template::FuncMap,
-    opts: esr_template::ExecOptions,
-}
-
-impl Default for EsoTemplates {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// ESO's template engine v2: [`esr_template::eso::render_secret`] (templateFrom in order, then
+/// `template.data`, then the metadata templates) and `rewrite_transform`. Errors never include
+/// values (esr-template redacts and scrubs them).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EsoTemplates;
 
 impl EsoTemplates {
-    /// The engine with ESO's function map.
+    /// The engine.
     pub fn new() -> Self {
-        EsoTemplates {
-            funcs: esr_template::FuncMap::eso(),
-            opts: esr_template::ExecOptions {
-                redact: true,
-                ..Default::default()
-            },
-        }
+        EsoTemplates
     }
-
-    fn exec(
-        &self,
-        key: &str,
-        text: &str,
-        data: &crate::pipeline::DataMap,
-    ) -> Result<Vec<u8>, String> {
-        esr_template::execute_eso(text, data, &self.funcs, &self.opts).map_err(|e| match e {
-            esr_template::EngineError::Parse(p) => {
-                format!("unable to parse template at key {key}: {p}")
-            }
-            esr_template::EngineError::Exec(x) => {
-                format!("unable to execute template at key {key}: {x}")
-            }
-        })
-    }
-}
-
-fn parse_kv_yaml(key: &str, bytes: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-        return Ok(BTreeMap::new());
-    }
-    let v: serde_yaml_ng::Value = serde_yaml_ng::from_slice(bytes)
-        .map_err(|_| format!("unable to unmarshal template at key {key}: invalid YAML"))?;
-    let serde_yaml_ng::Value::Mapping(m) = v else {
-        return Err(format!(
-            "unable to unmarshal template at key {key}: not a map"
-        ));
-    };
-    let mut out = BTreeMap::new();
-    for (k, v) in m {
-        let k = match k {
-            serde_yaml_ng::Value::String(s) => s,
-            other => serde_yaml_ng::to_string(&other)
-                .unwrap_or_default()
-                .trim_end()
-                .to_string(),
-        };
-        let v = match v {
-            serde_yaml_ng::Value::String(s) => s,
-            serde_yaml_ng::Value::Null => String::new(),
-            other => serde_yaml_ng::to_string(&other)
-                .unwrap_or_default()
-                .trim_end()
-                .to_string(),
-        };
-        out.insert(k, v);
-    }
-    Ok(out)
 }
 
 struct EsoRenderer<'a> {
-    engine: &'a EsoTemplates,
     es: &'a ExternalSecret,
     sources: &'a TemplateSources,
 }
@@ -166,8 +102,7 @@ impl crate::plan::Renderer for EsoRenderer<'_> {
         data: &crate::pipeline::DataMap,
     ) -> Result<crate::plan::Rendered, crate::plan::RenderError> {
         use crate::plan::{RenderError, Rendered};
-        use esr_api::v1::{TemplateScope, TemplateTarget};
-        let mut out = Rendered::default();
+        use esr_template::eso::{RenderInput, RenderedSecret, TemplateError, render_secret};
         let Some(t) = self
             .es
             .spec
@@ -175,129 +110,60 @@ impl crate::plan::Renderer for EsoRenderer<'_> {
             .as_ref()
             .and_then(|t| t.template.as_ref())
         else {
-            return Ok(out);
+            return Ok(Rendered::default());
         };
         if let Some(e) = &self.sources.error {
             return Err(RenderError::Fetch(e.clone()));
         }
-        let put = |out: &mut Rendered, target: TemplateTarget, k: String, v: Vec<u8>| match target {
-            TemplateTarget::Data => {
-                out.data.insert(k, v);
-            }
-            TemplateTarget::Labels => {
-                out.labels
-                    .insert(k, String::from_utf8_lossy(&v).into_owned());
-            }
-            TemplateTarget::Annotations => {
-                out.annotations
-                    .insert(k, String::from_utf8_lossy(&v).into_owned());
-            }
-        };
-        for tf in t.template_from.iter().flatten() {
-            let target =
-                TemplateTarget::parse(tf.target.as_deref().unwrap_or("")).ok_or_else(|| {
-                    RenderError::Exec(format!("unsupported template target {:?}", tf.target))
-                })?;
-            let mut items: Vec<(String, Vec<u8>, TemplateScope)> = Vec::new();
-            if let Some(cm) = &tf.config_map {
-                let src = self.sources.config_maps.get(&cm.name);
-                for it in &cm.items {
-                    let v = src
-                        .and_then(|c| c.data.as_ref())
-                        .and_then(|d| d.get(&it.key))
-                        .ok_or_else(|| {
-                            RenderError::Fetch(format!(
-                                "error in configmap {}: missing key {}",
-                                cm.name, it.key
-                            ))
-                        })?;
-                    items.push((
-                        it.key.clone(),
-                        v.clone().into_bytes(),
-                        it.template_as.unwrap_or_default(),
-                    ));
-                }
-            }
-            if let Some(s) = &tf.secret {
-                let src = self.sources.secrets.get(&s.name);
-                for it in &s.items {
-                    let v = src
-                        .and_then(|c| c.data.as_ref())
-                        .and_then(|d| d.get(&it.key))
-                        .ok_or_else(|| {
-                            RenderError::Fetch(format!(
-                                "error in secret {}: missing key {}",
-                                s.name, it.key
-                            ))
-                        })?;
-                    let raw = crate::pipeline::decode_value(
-                        crate::convert::decoding(tf.values_decoding_strategy),
-                        &it.key,
-                        v.0.clone(),
+        let sources = esr_template::eso::TemplateSources {
+            config_maps: self
+                .sources
+                .config_maps
+                .iter()
+                .map(|(k, c)| (k.clone(), c.data.clone().unwrap_or_default()))
+                .collect(),
+            secrets: self
+                .sources
+                .secrets
+                .iter()
+                .map(|(k, s)| {
+                    (
+                        k.clone(),
+                        s.data
+                            .iter()
+                            .flatten()
+                            .map(|(dk, dv)| (dk.clone(), dv.0.clone()))
+                            .collect(),
                     )
-                    .map_err(|e| RenderError::Exec(e.to_string()))?;
-                    items.push((it.key.clone(), raw, it.template_as.unwrap_or_default()));
-                }
-            }
-            for (key, text, scope) in items {
-                let text = String::from_utf8_lossy(&text).into_owned();
-                let rendered = self
-                    .engine
-                    .exec(&key, &text, data)
-                    .map_err(RenderError::Exec)?;
-                match scope {
-                    TemplateScope::Values => put(&mut out, target, key, rendered),
-                    TemplateScope::KeysAndValues => {
-                        for (k, v) in parse_kv_yaml(&key, &rendered).map_err(RenderError::Exec)? {
-                            put(&mut out, target, k, v.into_bytes());
-                        }
-                    }
-                }
-            }
-            if let Some(lit) = &tf.literal {
-                let rendered = self
-                    .engine
-                    .exec("literal", lit, data)
-                    .map_err(RenderError::Exec)?;
-                for (k, v) in parse_kv_yaml("literal", &rendered).map_err(RenderError::Exec)? {
-                    put(&mut out, target, k, v.into_bytes());
-                }
-            }
-        }
-        for (k, v) in t.data.iter().flatten() {
-            let rendered = self.engine.exec(k, v, data).map_err(RenderError::Exec)?;
-            out.data.insert(k.clone(), rendered);
-        }
-        if let Some(md) = &t.metadata {
-            for (k, v) in md.labels.iter().flatten() {
-                let r = self.engine.exec(k, v, data).map_err(RenderError::Exec)?;
-                out.labels
-                    .insert(k.clone(), String::from_utf8_lossy(&r).into_owned());
-            }
-            for (k, v) in md.annotations.iter().flatten() {
-                let r = self.engine.exec(k, v, data).map_err(RenderError::Exec)?;
-                out.annotations
-                    .insert(k.clone(), String::from_utf8_lossy(&r).into_owned());
-            }
-        }
-        Ok(out)
+                })
+                .collect(),
+        };
+        let empty = BTreeMap::new();
+        let base = RenderedSecret::default();
+        let out = render_secret(&RenderInput {
+            template: Some(t),
+            data,
+            sources: &sources,
+            base: &base,
+            es_labels: &empty,
+            es_annotations: &empty,
+        })
+        .map_err(|e| match e {
+            TemplateError::TemplateFrom(m) => RenderError::Fetch(m),
+            TemplateError::Execute(m) => RenderError::Exec(m),
+            other => RenderError::Exec(other.to_string()),
+        })?;
+        Ok(Rendered {
+            data: out.data,
+            labels: out.labels,
+            annotations: out.annotations,
+        })
     }
 }
 
 impl KeyTransformer for EsoTemplates {
     fn transform_key(&self, template: &str, key: &str) -> Result<String, String> {
-        let t = esr_template::Template::parse("transform", template, &self.funcs)
-            .map_err(|e| format!("failed to parse template: {e}"))?;
-        let mut m = BTreeMap::new();
-        m.insert("value".to_string(), key.to_string());
-        let opts = esr_template::ExecOptions {
-            missingkey_error: false,
-            ..self.opts.clone()
-        };
-        let out = t
-            .execute(&self.funcs, &esr_template::Value::string_map(m), &opts)
-            .map_err(|e| format!("failed to execute template for key {key:?}: {e}"))?;
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        esr_template::eso::rewrite_transform(template, key).map_err(|e| e.to_string())
     }
 }
 
@@ -307,11 +173,7 @@ impl TemplateEngine for EsoTemplates {
         es: &'a ExternalSecret,
         sources: &'a TemplateSources,
     ) -> Box<dyn Renderer + 'a> {
-        Box::new(EsoRenderer {
-            engine: self,
-            es,
-            sources,
-        })
+        Box::new(EsoRenderer { es, sources })
     }
     fn transformer(&self) -> &dyn KeyTransformer {
         self
@@ -424,7 +286,7 @@ spec:
             engine
                 .transform_key("{{ .value ", "k")
                 .unwrap_err()
-                .starts_with("failed to parse template")
+                .starts_with("unable to parse transform template")
         );
     }
 }
