@@ -6,7 +6,10 @@
 # ExternalSecret per refresh).
 # Usage: make bench-aws-calls   (= scripts/test-servers.sh scripts/bench-aws-calls.sh)
 # Knobs: BENCH_EXTERNAL_SECRETS (1000), BENCH_SECRETS (100), BENCH_STAGGER_MS (200),
-#        BENCH_PROFILE (dev; "release" for optimised timings), ESR_AWS_CACHE_TTL, ESR_AWS_BATCH_WINDOW.
+#        BENCH_CONCURRENCY (reconciles at a time; default: all, like a large --concurrent),
+#        BENCH_CYCLES (1; further cycles run after the cache expired, i.e. steady-state refreshes),
+#        BENCH_PROFILE (dev; "release" for optimised timings), ESR_AWS_CACHE_TTL, ESR_AWS_BATCH_WINDOW,
+#        ESR_AWS_PREFETCH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

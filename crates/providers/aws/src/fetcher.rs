@@ -13,8 +13,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use moka::future::Cache;
 use tokio::sync::{mpsc, oneshot};
@@ -36,6 +37,10 @@ pub struct CostOptions {
     pub cache_capacity: u64,
     /// How long to collect reads before sending one BatchGetSecretValue. Zero disables batching.
     pub batch_window: Duration,
+    /// Fill batches that have room with other secrets this client read recently and whose cached
+    /// value has expired (refresh-ahead). A batch call costs the same whatever the number of ids
+    /// (≤ 20), so this makes sequential reconciles share calls too.
+    pub prefetch: bool,
 }
 
 impl Default for CostOptions {
@@ -44,6 +49,7 @@ impl Default for CostOptions {
             cache_ttl: Duration::from_secs(3),
             cache_capacity: 10_000,
             batch_window: Duration::from_millis(10),
+            prefetch: true,
         }
     }
 }
@@ -88,6 +94,26 @@ pub struct Fetcher {
     cache: Option<Cache<FetchKey, Arc<Outcome>>>,
     batch_tx: Option<mpsc::UnboundedSender<BatchReq>>,
     batch_disabled: Arc<AtomicBool>,
+    known: Option<Known>,
+}
+
+/// Secrets (current version) read recently through this client: candidates for refresh-ahead.
+type Known = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// How long a secret stays a refresh-ahead candidate after its last read.
+const KNOWN_FOR: Duration = Duration::from_secs(15 * 60);
+/// At most this many candidates are remembered per client.
+const KNOWN_MAX: usize = 10_000;
+
+/// What the batcher needs besides the API.
+#[derive(Clone)]
+struct BatchCtx {
+    api: Arc<SmApi>,
+    disabled: Arc<AtomicBool>,
+    cache: Option<Cache<FetchKey, Arc<Outcome>>>,
+    known: Option<Known>,
+    /// Ids in batches being sent, so refresh-ahead does not fetch them twice.
+    in_flight: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -117,14 +143,17 @@ impl Fetcher {
                 .build()
         });
         let batch_disabled = Arc::new(AtomicBool::new(false));
+        let known: Option<Known> = (opts.prefetch && cache.is_some()).then(Known::default);
         let batch_tx = (!opts.batch_window.is_zero()).then(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(run_batcher(
-                api.clone(),
-                rx,
-                opts.batch_window,
-                batch_disabled.clone(),
-            ));
+            let ctx = BatchCtx {
+                api: api.clone(),
+                disabled: batch_disabled.clone(),
+                cache: cache.clone(),
+                known: known.clone(),
+                in_flight: Arc::default(),
+            };
+            tokio::spawn(run_batcher(ctx, rx, opts.batch_window));
             tx
         });
         Self {
@@ -132,6 +161,7 @@ impl Fetcher {
             cache,
             batch_tx,
             batch_disabled,
+            known,
         }
     }
 
@@ -141,6 +171,14 @@ impl Fetcher {
 
     /// Read one secret (value or tags).
     pub async fn fetch(&self, key: &FetchKey) -> Result<Arc<SecretValue>, AwsError> {
+        if let Some(known) = &self.known
+            && key.version == Version::Current
+            && !key.metadata
+            && let Ok(mut k) = known.lock()
+            && (k.len() < KNOWN_MAX || k.contains_key(&key.id))
+        {
+            k.insert(key.id.clone(), Instant::now());
+        }
         let outcome = match &self.cache {
             Some(cache) => cache
                 .try_get_with(key.clone(), self.load(key.clone()))
@@ -229,12 +267,7 @@ impl Fetcher {
     }
 }
 
-async fn run_batcher(
-    api: Arc<SmApi>,
-    mut rx: mpsc::UnboundedReceiver<BatchReq>,
-    window: Duration,
-    disabled: Arc<AtomicBool>,
-) {
+async fn run_batcher(ctx: BatchCtx, mut rx: mpsc::UnboundedReceiver<BatchReq>, window: Duration) {
     while let Some(first) = rx.recv().await {
         let mut pending: BTreeMap<String, Vec<Reply>> = BTreeMap::new();
         pending.entry(first.id).or_default().push(first.reply);
@@ -249,7 +282,7 @@ async fn run_batcher(
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
-        tokio::spawn(execute_batch(api.clone(), pending, disabled.clone()));
+        tokio::spawn(execute_batch(ctx.clone(), pending));
         if closed {
             break;
         }
@@ -274,37 +307,108 @@ async fn individually(api: Arc<SmApi>, pending: BTreeMap<String, Vec<Reply>>) {
     futures::future::join_all(futs).await;
 }
 
-async fn execute_batch(
-    api: Arc<SmApi>,
-    mut pending: BTreeMap<String, Vec<Reply>>,
-    disabled: Arc<AtomicBool>,
-) {
-    if pending.len() == 1 || disabled.load(Ordering::Relaxed) {
-        return individually(api, pending).await;
+/// Recently read secrets whose cached value is gone, to fill `room` free slots of a batch.
+async fn refresh_ahead(
+    ctx: &BatchCtx,
+    pending: &BTreeMap<String, Vec<Reply>>,
+    room: usize,
+) -> Vec<String> {
+    let (Some(known), Some(cache)) = (&ctx.known, &ctx.cache) else {
+        return Vec::new();
+    };
+    let now = Instant::now();
+    let busy: Vec<String> = ctx
+        .in_flight
+        .lock()
+        .map(|f| f.keys().cloned().collect())
+        .unwrap_or_default();
+    let candidates: Vec<String> = match known.lock() {
+        Ok(mut k) => {
+            k.retain(|_, seen| now.duration_since(*seen) < KNOWN_FOR);
+            k.keys()
+                .filter(|id| !pending.contains_key(*id) && !busy.contains(*id))
+                .cloned()
+                .collect()
+        }
+        Err(_) => return Vec::new(),
+    };
+    candidates
+        .into_iter()
+        .filter(|id| !cache.contains_key(&FetchKey::value(id.clone(), Version::Current)))
+        .take(room)
+        .collect()
+}
+
+async fn execute_batch(ctx: BatchCtx, pending: BTreeMap<String, Vec<Reply>>) {
+    if ctx.disabled.load(Ordering::Relaxed) {
+        return individually(ctx.api.clone(), pending).await;
     }
-    let ids: Vec<String> = pending.keys().cloned().collect();
+    let extra = refresh_ahead(&ctx, &pending, MAX_BATCH.saturating_sub(pending.len())).await;
+    if pending.len() == 1 && extra.is_empty() {
+        return individually(ctx.api.clone(), pending).await;
+    }
+    let ids: Vec<String> = pending.keys().chain(extra.iter()).cloned().collect();
+    mark(&ctx, &ids, true);
+    run_batch(ctx.clone(), pending, extra).await;
+    mark(&ctx, &ids, false);
+}
+
+fn mark(ctx: &BatchCtx, ids: &[String], busy: bool) {
+    if let Ok(mut f) = ctx.in_flight.lock() {
+        for id in ids {
+            if busy {
+                *f.entry(id.clone()).or_insert(0) += 1;
+            } else if let Some(n) = f.get_mut(id) {
+                *n -= 1;
+                if *n == 0 {
+                    f.remove(id);
+                }
+            }
+        }
+    }
+}
+
+async fn run_batch(ctx: BatchCtx, mut pending: BTreeMap<String, Vec<Reply>>, extra: Vec<String>) {
+    let api = ctx.api.clone();
+    let mut ids: Vec<String> = pending.keys().cloned().collect();
+    ids.extend(extra.iter().cloned());
+    let mut extra: BTreeMap<String, ()> = extra.into_iter().map(|id| (id, ())).collect();
+    let store = |id: &str, outcome: Arc<Outcome>| {
+        let cache = ctx.cache.clone();
+        let key = FetchKey::value(id.to_string(), Version::Current);
+        async move {
+            if let Some(c) = cache {
+                c.insert(key, outcome).await;
+            }
+        }
+    };
     match api.batch_get_by_ids(&ids).await {
         Ok(batch) => {
             for v in batch.values {
-                let id = if pending.contains_key(&v.name) {
-                    Some(v.name.clone())
-                } else if pending.contains_key(&v.arn) {
-                    Some(v.arn.clone())
-                } else {
-                    None
-                };
-                if let Some(replies) = id.and_then(|id| pending.remove(&id)) {
-                    deliver(replies, Ok(Arc::new(Outcome::Found(Arc::new(v)))));
+                let id = [&v.name, &v.arn]
+                    .into_iter()
+                    .find(|i| pending.contains_key(*i) || extra.contains_key(*i))
+                    .cloned();
+                let Some(id) = id else { continue };
+                let outcome = Arc::new(Outcome::Found(Arc::new(v)));
+                if let Some(replies) = pending.remove(&id) {
+                    deliver(replies, Ok(outcome));
+                } else if extra.remove(&id).is_some() {
+                    store(&id, outcome).await;
                 }
             }
             for (id, err) in batch.errors {
+                let res = if err.is_not_found() {
+                    Ok(Arc::new(Outcome::Missing(err.message)))
+                } else {
+                    Err(err)
+                };
                 if let Some(replies) = pending.remove(&id) {
-                    let res = if err.is_not_found() {
-                        Ok(Arc::new(Outcome::Missing(err.message)))
-                    } else {
-                        Err(err)
-                    };
                     deliver(replies, res);
+                } else if extra.remove(&id).is_some()
+                    && let Ok(outcome) = res
+                {
+                    store(&id, outcome).await;
                 }
             }
             // Ids AWS answered under another spelling (e.g. a partial ARN): ask one by one.
@@ -317,8 +421,12 @@ async fn execute_batch(
                 error = %e.message,
                 "BatchGetSecretValue is not allowed for this principal; falling back to GetSecretValue (grant secretsmanager:BatchGetSecretValue to reduce API calls)"
             );
-            disabled.store(true, Ordering::Relaxed);
+            ctx.disabled.store(true, Ordering::Relaxed);
             individually(api, pending).await;
+        }
+        // A refresh-ahead id may be what the request failed on: retry without them.
+        Err(e) if !extra.is_empty() && e.kind == crate::error::ErrorKind::Invalid => {
+            Box::pin(run_batch(ctx.clone(), pending, Vec::new())).await;
         }
         Err(e) => {
             for (_, replies) in pending {

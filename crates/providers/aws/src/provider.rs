@@ -28,7 +28,7 @@ pub struct AwsProviderOptions {
 
 impl AwsProviderOptions {
     /// Defaults, overridden by `ESR_AWS_CACHE_TTL` and `ESR_AWS_BATCH_WINDOW` (Go durations;
-    /// `0` disables the feature).
+    /// `0` disables the feature) and `ESR_AWS_PREFETCH` (`true`/`false`).
     pub fn from_env() -> Result<Self, AwsError> {
         let mut o = Self::default();
         if let Ok(v) = std::env::var("ESR_AWS_CACHE_TTL") {
@@ -38,6 +38,17 @@ impl AwsProviderOptions {
         if let Ok(v) = std::env::var("ESR_AWS_BATCH_WINDOW") {
             o.cost.batch_window = parse_go_duration(&v)
                 .map_err(|e| AwsError::invalid(format!("ESR_AWS_BATCH_WINDOW: {e}")))?;
+        }
+        if let Ok(v) = std::env::var("ESR_AWS_PREFETCH") {
+            o.cost.prefetch = match v.as_str() {
+                "1" | "true" | "on" => true,
+                "0" | "false" | "off" => false,
+                other => {
+                    return Err(AwsError::invalid(format!(
+                        "ESR_AWS_PREFETCH: expected true or false, got {other:?}"
+                    )));
+                }
+            };
         }
         Ok(o)
     }

@@ -748,3 +748,40 @@ async fn env_child() {
     let v = c.get_secret(&RemoteRef::key(name)).await.unwrap();
     println!("child-read:{}", String::from_utf8_lossy(&v));
 }
+
+/// Reconciles one after the other (`--concurrent 1`): after the first refresh cycle, batches are
+/// filled with the other secrets read recently whose cached value expired (refresh-ahead), so
+/// the next cycle costs about one call per 20 secrets instead of one per secret.
+#[tokio::test]
+async fn sequential_refresh_cycles_share_batches() {
+    let Some(moto) = moto() else { return };
+    let sm = seeder(&moto);
+    let p = unique("ahead");
+    for i in 0..25 {
+        create(&sm, &format!("{p}s{i:02}"), &format!("v{i}")).await;
+    }
+    let cost = CostOptions {
+        cache_ttl: Duration::from_secs(2),
+        ..CostOptions::default()
+    };
+    let (c, calls) = client_with(&moto, spec_secret_ref("us-east-1"), cost).await;
+    let cycle = || async {
+        for i in 0..25 {
+            let v = c
+                .get_secret(&RemoteRef::key(format!("{p}s{i:02}")))
+                .await
+                .unwrap();
+            assert_eq!(v, format!("v{i}").as_bytes());
+        }
+    };
+    // Cold: one call per secret (nothing else is known yet).
+    cycle().await;
+    let cold = calls.total_sm();
+    assert_eq!(cold, 25, "{calls:?}");
+    // Let the cached values expire, then refresh everything again.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    cycle().await;
+    let warm = calls.total_sm() - cold;
+    assert_eq!(warm, 2, "{calls:?}");
+    assert_eq!(calls.count("BatchGetSecretValue"), 2, "{calls:?}");
+}
