@@ -315,7 +315,10 @@ fn base_params(
     p.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
     let now = time::OffsetDateTime::now_utc();
     p.not_before = now;
-    p.not_after = now + time::Duration::days(days);
+    p.not_after = days
+        .checked_mul(86_400)
+        .and_then(|secs| now.checked_add(time::Duration::seconds(secs)))
+        .ok_or_else(|| "error creating certificate: validity out of range".to_string())?;
     p.key_usages = vec![
         rcgen::KeyUsagePurpose::KeyEncipherment,
         rcgen::KeyUsagePurpose::DigitalSignature,

@@ -206,7 +206,7 @@ pub fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> String {
         return s.to_string();
     }
     let mut offset = offset.min(len);
-    if len - offset < max_width - 3 {
+    if len.saturating_sub(offset) < max_width - 3 {
         offset = len - (max_width - 3);
     }
     if offset <= 4 {
@@ -215,7 +215,7 @@ pub fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> String {
     if max_width < 7 {
         return String::new();
     }
-    if offset + max_width - 3 < len {
+    if offset.saturating_add(max_width - 3) < len {
         let rest = lossy(&b[offset as usize..]);
         return format!("...{}", abbreviate_full(&rest, 0, max_width - 3));
     }

@@ -1087,33 +1087,26 @@ pub fn parse_duration(s: &str) -> Result<i64, String> {
     Ok(d as i64)
 }
 
-/// `time.Duration.Round(m)`.
+/// `time.Duration.Round(m)` (Go's wrapping arithmetic and overflow clamps).
 pub fn duration_round(d: i64, m: i64) -> i64 {
     if m <= 0 {
         return d;
     }
-    let mut r = d % m;
+    let less_than_half = |x: i64, y: i64| (x as u64).wrapping_add(x as u64) < y as u64;
+    let mut r = d.wrapping_rem(m);
     if d < 0 {
-        r = -r;
-        if r + r < m {
-            return d + r;
+        r = r.wrapping_neg();
+        if less_than_half(r, m) {
+            return d.wrapping_add(r);
         }
-        if let Some(d1) = (d - m).checked_add(r) {
-            if d1 < d {
-                return d1;
-            }
-        }
-        return i64::MIN;
+        let d1 = d.wrapping_sub(m).wrapping_add(r);
+        return if d1 < d { d1 } else { i64::MIN };
     }
-    if r + r < m {
-        return d - r;
+    if less_than_half(r, m) {
+        return d.wrapping_sub(r);
     }
-    if let Some(d1) = (d + m).checked_sub(r) {
-        if d1 > d {
-            return d1;
-        }
-    }
-    i64::MAX
+    let d1 = d.wrapping_add(m).wrapping_sub(r);
+    if d1 > d { d1 } else { i64::MAX }
 }
 
 #[cfg(test)]

@@ -150,10 +150,14 @@ impl GoObject for TimeObj {
             "Unix" => Value::Int64(t.unix()),
             "UnixNano" => Value::Int64(t.unix_nano()),
             "UnixMilli" => Value::Int64(
-                t.unix().wrapping_mul(1000) + i64::from(t.utc.nanosecond() / 1_000_000),
+                t.unix()
+                    .wrapping_mul(1000)
+                    .wrapping_add(i64::from(t.utc.nanosecond() / 1_000_000)),
             ),
             "UnixMicro" => Value::Int64(
-                t.unix().wrapping_mul(1_000_000) + i64::from(t.utc.nanosecond() / 1000),
+                t.unix()
+                    .wrapping_mul(1_000_000)
+                    .wrapping_add(i64::from(t.utc.nanosecond() / 1000)),
             ),
             "Weekday" => Value::object(NamedInt {
                 type_name: "time.Weekday",
@@ -192,14 +196,28 @@ impl GoObject for TimeObj {
                     args.get(1).and_then(Value::int_bits).unwrap_or(0),
                     args.get(2).and_then(Value::int_bits).unwrap_or(0),
                 );
-                let total_months = i64::from(lt.year()) * 12 + i64::from(lt.month0()) + y * 12 + m;
+                let range = || FuncError::public("AddDate out of range");
+                let total_months = i64::from(lt.year())
+                    .checked_mul(12)
+                    .and_then(|x| x.checked_add(i64::from(lt.month0())))
+                    .and_then(|x| x.checked_add(y.checked_mul(12)?))
+                    .and_then(|x| x.checked_add(m))
+                    .ok_or_else(range)?;
                 let (ny, nm) = (total_months.div_euclid(12), total_months.rem_euclid(12) + 1);
-                let base =
-                    chrono::NaiveDate::from_ymd_opt(i32::try_from(ny).unwrap_or(1), nm as u32, 1)
-                        .ok_or_else(|| FuncError::public("AddDate out of range"))?;
-                let date = base + chrono::Duration::days(i64::from(lt.day()) - 1 + d);
+                let base = chrono::NaiveDate::from_ymd_opt(
+                    i32::try_from(ny).map_err(|_| range())?,
+                    nm as u32,
+                    1,
+                )
+                .ok_or_else(range)?;
+                let days = (i64::from(lt.day()) - 1).checked_add(d).ok_or_else(range)?;
+                let date = chrono::TimeDelta::try_days(days)
+                    .and_then(|delta| base.checked_add_signed(delta))
+                    .ok_or_else(range)?;
                 let wall = date.and_time(lt.time());
-                let utc = wall - chrono::Duration::seconds(i64::from(t.offset));
+                let utc = wall
+                    .checked_sub_signed(chrono::Duration::seconds(i64::from(t.offset)))
+                    .ok_or_else(range)?;
                 time(GoTime {
                     utc,
                     offset: t.offset,

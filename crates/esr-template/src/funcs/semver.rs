@@ -138,17 +138,17 @@ impl Version {
         if !self.pre.is_empty() {
             return self.with(self.major, self.minor, self.patch);
         }
-        self.with(self.major, self.minor, self.patch + 1)
+        self.with(self.major, self.minor, self.patch.wrapping_add(1))
     }
 
     /// `v.IncMinor()`.
     pub fn inc_minor(&self) -> Version {
-        self.with(self.major, self.minor + 1, 0)
+        self.with(self.major, self.minor.wrapping_add(1), 0)
     }
 
     /// `v.IncMajor()`.
     pub fn inc_major(&self) -> Version {
-        self.with(self.major + 1, 0, 0)
+        self.with(self.major.wrapping_add(1), 0, 0)
     }
 }
 

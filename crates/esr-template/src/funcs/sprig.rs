@@ -139,10 +139,10 @@ fn strings(m: &mut FuncMap) {
         ok_str(out.join(" "))
     });
     def(m, "indent", vec![Int, S], |a| {
-        ok_str(gostr::indent(int(a, 0), s(a, 1)))
+        indent_checked(int(a, 0), s(a, 1), "")
     });
     def(m, "nindent", vec![Int, S], |a| {
-        ok_str(format!("\n{}", gostr::indent(int(a, 0), s(a, 1))))
+        indent_checked(int(a, 0), s(a, 1), "\n")
     });
     def(m, "replace", vec![S, S, S], |a| {
         ok_str(gostr::replace_all(s(a, 2), s(a, 0), s(a, 1)))
@@ -217,6 +217,19 @@ fn strings(m: &mut FuncMap) {
     });
 }
 
+fn indent_checked(n: i64, text: &str, prefix: &str) -> R {
+    if n < 0 {
+        return Err(perr("strings: negative Repeat count"));
+    }
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    check_bytes(
+        (n as usize)
+            .saturating_mul(lines)
+            .saturating_add(text.len()),
+    )?;
+    ok_str(format!("{prefix}{}", gostr::indent(n, text)))
+}
+
 fn rand_string(n: i64, chars: &[u8]) -> R {
     if n <= 0 {
         return ok_str("");
@@ -265,12 +278,12 @@ fn conversions(m: &mut FuncMap) {
             1 => {
                 let (start, end) = (1, p[0]);
                 let inc = if end < start { -1 } else { 1 };
-                until_step(start, end + inc, inc)?
+                until_step(start, end.wrapping_add(inc), inc)?
             }
             2 => {
                 let (start, end) = (p[0], p[1]);
                 let step = if end < start { -1 } else { 1 };
-                until_step(start, end + step, step)?
+                until_step(start, end.wrapping_add(step), step)?
             }
             3 => {
                 let (start, step, end) = (p[0], p[1], p[2]);
@@ -281,7 +294,7 @@ fn conversions(m: &mut FuncMap) {
                         return ok_str("");
                     }
                 }
-                until_step(start, end + inc, step)?
+                until_step(start, end.wrapping_add(inc), step)?
             }
             _ => return ok_str(""),
         };
@@ -509,6 +522,28 @@ fn items(v: &Value, what: &str) -> Result<Vec<Value>, crate::func::FuncError> {
     }
 }
 
+/// A hashable identity for scalar values (type and value), so `uniq` need not
+/// compare every pair; `None` for containers and objects.
+fn scalar_key(v: &Value) -> Option<String> {
+    match v {
+        Value::Nil => Some("nil".into()),
+        Value::Bool(_)
+        | Value::Int(_)
+        | Value::Int8(_)
+        | Value::Int16(_)
+        | Value::Int32(_)
+        | Value::Int64(_)
+        | Value::Uint(_)
+        | Value::Uint8(_)
+        | Value::Uint16(_)
+        | Value::Uint32(_)
+        | Value::Uint64(_)
+        | Value::Duration(_) => Some(format!("{}\0{}", v.type_name(), format_v(v))),
+        Value::String(s) => Some(format!("string\0{s}")),
+        _ => None,
+    }
+}
+
 /// sprig's `empty`.
 pub fn is_empty(v: &Value) -> bool {
     match v {
@@ -597,7 +632,19 @@ fn lists(m: &mut FuncMap) {
     for name in ["uniq", "mustUniq"] {
         def(m, name, vec![Interface], |a| {
             let mut out: Vec<Value> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            let mut work = 0usize;
             for x in items(&a[0], "Cannot find uniq on type")? {
+                if let Some(k) = scalar_key(&x) {
+                    if seen.insert(k) {
+                        out.push(x);
+                    }
+                    continue;
+                }
+                work += out.len();
+                if work > 50_000_000 {
+                    return Err(perr("uniq: too much work"));
+                }
                 if !out.iter().any(|y| y.deep_equal(&x)) {
                     out.push(x);
                 }
@@ -694,22 +741,33 @@ fn lists(m: &mut FuncMap) {
     }
 }
 
-fn deep_copy(v: &Value) -> Value {
-    match v {
+fn deep_copy(v: &Value, depth: usize) -> Result<Value, crate::func::FuncError> {
+    if depth > 1000 {
+        return Err(perr("deep copy failed"));
+    }
+    Ok(match v {
         Value::Map(m) => Value::map(
             m.entries()
                 .into_iter()
-                .map(|(k, v)| (k, deep_copy(&v)))
-                .collect(),
+                .map(|(k, v)| deep_copy(&v, depth + 1).map(|c| (k, c)))
+                .collect::<Result<_, _>>()?,
         ),
-        Value::List(l) => Value::list(l.iter().map(deep_copy).collect()),
-        Value::Slice(s) => {
-            Value::typed_slice(s.elem.clone(), s.items.iter().map(deep_copy).collect())
-        }
+        Value::List(l) => Value::list(
+            l.iter()
+                .map(|x| deep_copy(x, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Slice(s) => Value::typed_slice(
+            s.elem.clone(),
+            s.items
+                .iter()
+                .map(|x| deep_copy(x, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
         Value::Bytes(b) => Value::bytes(b.as_ref().clone()),
         Value::StringMap(m) => Value::string_map(m.as_ref().clone()),
         other => other.clone(),
-    }
+    })
 }
 
 fn merge_into(dst: &MapRef, src: &MapRef, overwrite: bool, depth: usize) {
@@ -841,7 +899,7 @@ fn dicts(m: &mut FuncMap) {
         ))
     });
     for name in ["deepCopy", "mustDeepCopy"] {
-        def(m, name, vec![Interface], |a| Ok(deep_copy(&a[0])));
+        def(m, name, vec![Interface], |a| deep_copy(&a[0], 0));
     }
     defv(m, "dig", vec![], Interface, |a| {
         if a.len() < 3 {

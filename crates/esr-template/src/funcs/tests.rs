@@ -720,3 +720,107 @@ fn binary_strings() {
     assert_eq!(r(r#"{{ "/w==" | b64dec | upper | len }}"#), "3");
     assert_eq!(r(r#"{{ "/w==" | b64dec | quote }}"#), r#""\xff""#);
 }
+
+/// Calls every function (except the slow key generators) directly with
+/// argument combinations of the declared parameter types, including edge
+/// values; none may panic.
+#[test]
+fn no_function_panics_on_edge_arguments() {
+    use crate::value::{GoType, Value};
+    use std::collections::BTreeMap as Map;
+    let mut m = Map::new();
+    m.insert("a".to_string(), Value::Int(1));
+    m.insert("n".to_string(), Value::map(Map::new()));
+    let strings = [
+        "",
+        "a",
+        "-1",
+        "1.5e400",
+        "\u{0}\n\t ",
+        "-----BEGIN X-----\nQUJD\n-----END X-----\n",
+        r#"{"kty":"RSA","n":"AQAB","e":"AQAB","d":"AQAB"}"#,
+        "x: [1",
+        "é✓",
+    ];
+    let ints = [0i64, -1, 3, i64::MAX, i64::MIN];
+    let t = super::objects::time(super::gotime::GoTime::zero());
+    let ifaces = vec![
+        Value::Nil,
+        Value::Int(0),
+        Value::str("x"),
+        Value::list(vec![Value::Int(1), Value::Nil, Value::str("a")]),
+        Value::map(m.clone()),
+        Value::Float64(f64::NAN),
+        Value::bytes(vec![0xff, 0]),
+        Value::Int64(i64::MIN),
+        t.clone(),
+        Value::from_go_bytes(vec![0xff]),
+    ];
+    let pick = |ty: &GoType, i: usize| -> Value {
+        match ty {
+            GoType::String => Value::str(strings[i % strings.len()]),
+            GoType::Int => Value::Int(ints[i % ints.len()]),
+            GoType::Uint32 => Value::Uint32(i as u32),
+            GoType::Bool => Value::Bool(i.is_multiple_of(2)),
+            GoType::Float64 => Value::Float64([0.5, f64::NAN, -1e300][i % 3]),
+            GoType::Slice(_) => [
+                Value::Nil,
+                Value::list(vec![Value::str("a"), Value::Int(1)]),
+            ][i % 2]
+                .clone(),
+            GoType::MapStringInterface => {
+                [Value::map(Map::new()), Value::map(m.clone())][i % 2].clone()
+            }
+            GoType::Named(n) if n == super::objects::TIME => t.clone(),
+            GoType::Named(_) => Value::object(super::objects::CertObj {
+                cert: String::new(),
+                key: String::new(),
+            }),
+            _ => ifaces[i % ifaces.len()].clone(),
+        }
+    };
+    let skip = [
+        "derivePassword",
+        "genPrivateKey",
+        "bcrypt",
+        "htpasswd",
+        "genCA",
+        "genCAWithKey",
+        "genSelfSignedCert",
+        "genSelfSignedCertWithKey",
+        "genSignedCert",
+        "genSignedCertWithKey",
+        "fail",
+    ];
+    let funcs = FuncMap::eso();
+    let mut panics = Vec::new();
+    for name in funcs.names() {
+        if skip.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(def) = funcs.get(&name) else {
+            continue;
+        };
+        for combo in 0..40 {
+            let n = def.sig.params.len()
+                + if def.sig.variadic.is_some() {
+                    combo % 4
+                } else {
+                    0
+                };
+            let args: Vec<Value> = (0..n)
+                .map(|i| {
+                    pick(
+                        def.sig.arg_type(i).unwrap_or(&GoType::Interface),
+                        combo * 7 + i * 3,
+                    )
+                })
+                .collect();
+            let d = def.clone();
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.call(&args))).is_err() {
+                panics.push(format!("{name} {args:?}"));
+            }
+        }
+    }
+    assert!(panics.is_empty(), "functions panicked: {panics:#?}");
+}
