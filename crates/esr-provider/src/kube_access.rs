@@ -152,8 +152,9 @@ pub trait KubeAccess: Send + Sync {
 ///
 /// Clones share two caches, so that a provider building a client on every reconcile does not cost
 /// an API call and a TLS handshake each time:
-/// - ServiceAccount tokens are reused for half of their lifetime (default lifetime 1 h);
-/// - [`KubeAccess::with_credentials`] reuses the client of identical credentials for up to 1 h.
+/// - ServiceAccount tokens are reused for half of their lifetime, at most 10 minutes (so a
+///   recreated ServiceAccount is picked up quickly);
+/// - [`KubeAccess::with_credentials`] reuses the client of identical credentials for up to 15 min.
 #[derive(Clone)]
 pub struct KubeClientAccess {
     client: kube::Client,
@@ -169,7 +170,9 @@ const ACCESS_PROBE_NAME: &str = "esr-access-probe";
 /// Upper bound of cached identities / tokens (beyond it, the cache is cleared).
 const CACHE_LIMIT: usize = 1024;
 /// How long a client for a given set of credentials is reused.
-const IDENTITY_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+const IDENTITY_TTL: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+/// Longest reuse of a requested ServiceAccount token.
+const MAX_TOKEN_REUSE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 /// Lifetime assumed for tokens requested without an expiration.
 const DEFAULT_TOKEN_LIFETIME: i64 = 3600;
 
@@ -287,7 +290,8 @@ impl KubeAccess for KubeClientAccess {
             expiration_seconds,
         );
         let lifetime = expiration_seconds.unwrap_or(DEFAULT_TOKEN_LIFETIME).max(0);
-        let reuse_for = std::time::Duration::from_secs(u64::try_from(lifetime / 2).unwrap_or(0));
+        let reuse_for = std::time::Duration::from_secs(u64::try_from(lifetime / 2).unwrap_or(0))
+            .min(MAX_TOKEN_REUSE);
         if let Ok(tokens) = self.caches.tokens.lock()
             && let Some((token, at)) = tokens.get(&key)
             && at.elapsed() < reuse_for
