@@ -824,3 +824,15 @@ fn no_function_panics_on_edge_arguments() {
     }
     assert!(panics.is_empty(), "functions panicked: {panics:#?}");
 }
+
+#[test]
+#[ignore = "DSA parameter generation takes long in debug builds; run with --run-ignored"]
+fn gen_private_key_dsa() {
+    let pem = r(r#"{{ genPrivateKey "dsa" }}"#);
+    assert!(
+        pem.starts_with("-----BEGIN DSA PRIVATE KEY-----\n"),
+        "{pem}"
+    );
+    let (b, _) = super::gopem::decode(pem.as_bytes());
+    assert!(b.is_some_and(|b| b.bytes.len() > 500));
+}

@@ -28,6 +28,8 @@ enum Y {
     Str(String),
     Seq(Vec<Y>),
     Map(Vec<(Y, Y)>),
+    /// The merge key `<<` (YAML 1.1).
+    Merge,
 }
 
 // ---------------------------------------------------------------- resolution
@@ -238,6 +240,8 @@ impl MarkedEventReceiver for Builder {
             Event::Scalar(s, style, anchor, tag) => {
                 let v = if style != TScalarStyle::Plain {
                     Y::Str(s)
+                } else if s == "<<" && tag.is_none() {
+                    Y::Merge
                 } else if let Some(t) = tag {
                     match t.suffix.as_str() {
                         "str" => Y::Str(s),
@@ -285,6 +289,7 @@ fn key_string(k: &Y) -> Result<String, String> {
         Y::Uint(u) => u.to_string(),
         Y::Float(f) => format_float(*f, 'g', -1, 32),
         Y::Str(s) => s.clone(),
+        Y::Merge => "<<".into(),
         _ => return Err("error converting YAML to JSON: unsupported map key".into()),
     })
 }
@@ -310,11 +315,40 @@ fn to_value(y: &Y) -> Result<Value, String> {
         Y::Map(entries) => {
             let mut m = BTreeMap::new();
             for (k, v) in entries {
+                if *k == Y::Merge {
+                    merge_into(&mut m, v)?;
+                    continue;
+                }
                 m.insert(key_string(k)?, to_value(v)?);
             }
             Value::map(m)
         }
+        Y::Merge => Value::str("<<"),
     })
+}
+
+/// go-yaml v2's merge (`<<: *anchor` or `<<: [*a, *b]`, earlier maps win).
+fn merge_into(m: &mut BTreeMap<String, Value>, v: &Y) -> Result<(), String> {
+    match v {
+        Y::Map(entries) => {
+            if let Value::Map(src) = to_value(&Y::Map(entries.clone()))? {
+                for (k, val) in src.entries() {
+                    m.insert(k, val);
+                }
+            }
+            Ok(())
+        }
+        Y::Seq(items) => {
+            for item in items.iter().rev() {
+                if !matches!(item, Y::Map(_)) {
+                    return Err("error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into());
+                }
+                merge_into(m, item)?;
+            }
+            Ok(())
+        }
+        _ => Err("error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into()),
+    }
 }
 
 /// ESO `fromYaml`: a `map[string]interface{}`; errors go under the key `Error`.
@@ -762,6 +796,7 @@ impl Emitter {
             Y::Str(s) => self.string(s, indent, is_key),
             Y::Seq(_) => self.write("[]"),
             Y::Map(_) => self.write("{}"),
+            Y::Merge => self.write("<<"),
         }
     }
 
