@@ -505,8 +505,22 @@ async fn serve(
             &format!("{}/{}", t.plural, t.name),
         ));
     }
+    let as_table = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::table::wants_table);
     match verb {
-        "get" => Ok(json_resp(200, &store.get(&rt, &t.namespace, &t.name)?, &[])),
+        "get" => {
+            let o = store.get(&rt, &t.namespace, &t.name)?;
+            if as_table {
+                return Ok(json_resp(
+                    200,
+                    &crate::table::table(&rt, &[&o], store.current_rv(), None, true),
+                    &[],
+                ));
+            }
+            Ok(json_resp(200, &o, &[]))
+        }
         "list" | "deletecollection" => {
             let labels =
                 LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
@@ -535,6 +549,14 @@ async fn serve(
                 let rv = store.current_rv();
                 return Ok(list_resp(&rt, &deleted, rv, None, None));
             }
+            if as_table {
+                let items: Vec<&Value> = page.items.iter().map(|a| &**a).collect();
+                return Ok(json_resp(
+                    200,
+                    &crate::table::table(&rt, &items, page.rv, page.cont.as_deref(), true),
+                    &[],
+                ));
+            }
             Ok(list_resp(
                 &rt,
                 &page.items,
@@ -543,7 +565,7 @@ async fn serve(
                 page.remaining,
             ))
         }
-        "watch" => watch(app, rt, t, q).await,
+        "watch" => watch(app, rt, t, q, as_table).await,
         "create" => {
             let ctx = write_ctx(q, headers, FieldValidation::Warn)?;
             let v = parse_body(headers, body)?;
@@ -588,14 +610,32 @@ async fn serve(
                 return Err(ApiError::unsupported_media_type(ct));
             };
             let mut ctx = write_ctx(q, headers, FieldValidation::Warn)?;
+            // metav1 ValidatePatchOptions: answered as 422 PatchOptions.meta.k8s.io "" is invalid
+            let po = crate::error::Subject {
+                group: "meta.k8s.io",
+                plural: "patchoptions",
+                kind: "PatchOptions",
+            };
             if pt == PatchType::Apply && q.get("fieldManager").is_none_or(String::is_empty) {
-                return Err(ApiError::bad_request(
-                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                return Err(ApiError::invalid(
+                    &po,
+                    "",
+                    vec![crate::error::Cause::new(
+                        "FieldValueRequired",
+                        "Required value: is required for apply patch",
+                        "fieldManager",
+                    )],
                 ));
             }
-            if pt != PatchType::Apply && ctx.force {
-                return Err(ApiError::bad_request(
-                    "force may only be set for apply patches",
+            if pt != PatchType::Apply && q.contains_key("force") {
+                return Err(ApiError::invalid(
+                    &po,
+                    "",
+                    vec![crate::error::Cause::new(
+                        "FieldValueForbidden",
+                        "Forbidden: may not be specified for non-apply patch",
+                        "force",
+                    )],
                 ));
             }
             if pt == PatchType::Apply {
@@ -897,6 +937,7 @@ async fn watch(
     rt: Arc<ResourceType>,
     t: &Target,
     q: &HashMap<String, String>,
+    as_table: bool,
 ) -> ApiResult<Resp> {
     let filter = Filter {
         ns: t.namespace.clone(),
@@ -939,7 +980,17 @@ async fn watch(
     let av = rt.api_version();
     tokio::spawn(async move {
         let mut last_rv = cur_rv;
-        let send_ev = |typ: EvType, obj: &Value| -> Bytes {
+        let mut columns_sent = false;
+        let mut send_ev = |typ: EvType, obj: &Value| -> Bytes {
+            if as_table {
+                let rv = obj["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(0);
+                let tbl = crate::table::table(&rt, &[obj], rv, None, !columns_sent);
+                columns_sent = true;
+                return watch_line(typ.as_str(), &serde_json::to_vec(&tbl).unwrap_or_default());
+            }
             if obj["apiVersion"].as_str() == Some(av.as_str()) {
                 watch_line(typ.as_str(), &serde_json::to_vec(obj).unwrap_or_default())
             } else {
@@ -980,7 +1031,7 @@ async fn watch(
                         last_rv = ev.rv;
                         if ev.gr != gr { continue; }
                         if let Some(tt) = filter.decide(ev.typ, &ev.object, ev.old.as_deref()) {
-                            let line = if ev.object["apiVersion"].as_str() == Some(av.as_str()) {
+                            let line = if !as_table && ev.object["apiVersion"].as_str() == Some(av.as_str()) {
                                 watch_line(tt.as_str(), &ev.object_json())
                             } else {
                                 send_ev(tt, &ev.object)

@@ -26,6 +26,7 @@ pub mod registry;
 pub mod schema;
 pub mod selector;
 pub mod store;
+pub mod table;
 pub mod tokens;
 
 use std::net::SocketAddr;

@@ -276,7 +276,11 @@ async fn server_side_apply() {
         cfg.clone(),
     )
     .await;
-    assert_eq!(r.code, 400);
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.body["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
     // creates the missing object (201) with the Apply entry of the real server
     let r = patch(&s, &ssa("esr"), apply, cfg.clone()).await;
     assert_eq!(r.code, 201, "{}", r.text);
@@ -397,4 +401,36 @@ async fn server_side_apply_list_types() {
         json!([{"name": "http", "port": 80}])
     );
     assert_eq!(r.body["metadata"]["finalizers"], json!(["a/one"]));
+}
+
+#[tokio::test]
+async fn table_responses_for_kubectl_get() {
+    let s = start_with_widgets().await;
+    post(&s, W, widget("t1", "red")).await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let r = get_accept(&s, W, accept).await;
+    assert_eq!(r.body["kind"], "Table");
+    assert_eq!(r.body["apiVersion"], "meta.k8s.io/v1");
+    let cols: Vec<&str> = r.body["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, ["Name", "Color", "Age"]);
+    let row = &r.body["rows"][0];
+    assert_eq!(row["cells"][0], "t1");
+    assert_eq!(row["cells"][1], "red");
+    assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(row["object"]["metadata"]["name"], "t1");
+    let r = get_accept(&s, "/api/v1/namespaces", accept).await;
+    let cols: Vec<&str> = r.body["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, ["Name", "Status", "Age"]);
+    // plain JSON without the Table accept
+    assert_eq!(get(&s, W).await.body["kind"], "WidgetList");
 }

@@ -151,6 +151,17 @@ async fn real_kubectl_works_against_the_server() {
         .ok(&["get", "widgets", "-l", "app=demo", "-o", "name"])
         .await;
     assert_eq!(out.trim(), "widget.test.esr.dev/w1");
+    // server-side Table with the CRD's printer columns
+    let out = k.ok(&["get", "widgets"]).await;
+    assert!(
+        out.starts_with("NAME") && out.contains("COLOR") && out.contains("AGE"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("w1") && l.contains("red")),
+        "{out}"
+    );
     let out = k.ok(&["describe", "widget", "w1"]).await;
     assert!(
         out.contains("Name:") && out.contains("w1") && out.contains("Color:"),

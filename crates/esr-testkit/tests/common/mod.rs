@@ -46,6 +46,28 @@ pub async fn raw(
     }
 }
 
+/// GET with an Accept header.
+pub async fn get_accept(s: &TestServer, path: &str, accept: &str) -> Raw {
+    let req = http::Request::builder()
+        .method("GET")
+        .uri(path)
+        .header("accept", accept)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = s.client().send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let b = resp.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&b).to_string();
+    let body = serde_json::from_slice(&b).unwrap_or(Value::Null);
+    Raw {
+        code,
+        headers,
+        body,
+        text,
+    }
+}
+
 pub async fn get(s: &TestServer, path: &str) -> Raw {
     raw(s, "GET", path, "application/json", None).await
 }
