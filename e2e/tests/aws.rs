@@ -1,10 +1,13 @@
-//! `esr render` against a real Secrets Manager API (moto): the store comes from a manifest and the
-//! standard `AWS_ENDPOINT_URL` variable points the AWS provider at moto.
-//! Run with `scripts/test-servers.sh cargo nextest run -p esr-e2e`.
+//! The AWS Secrets Manager provider end to end, against a real Secrets Manager API (moto), with
+//! the standard `AWS_ENDPOINT_URL` variable pointing esr at moto:
+//! * `esr controller` on esr-testkit: a ClusterSecretStore with `auth.secretRef`, an
+//!   ExternalSecret using data, extract and find, and a value rotated in moto picked up on refresh;
+//! * `esr render` with the store from a manifest.
 //!
-//! The controller scenario (esr-testkit + `esr controller` + moto, value rotation picked up on
-//! refresh) belongs here too once the e2e harness exists.
+//! Run with `scripts/test-servers.sh cargo nextest run -p esr-e2e`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod es_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -177,6 +180,142 @@ spec:
     );
     let out = render(&moto, &manifest);
     assert!(out.contains(&format!("pass: {}", b64(b"v2"))), "{out}");
+}
+
+/// The controller inherits its environment from this process, and tests cannot set environment
+/// variables in-process: the scenario runs in a child process of this test binary with
+/// `AWS_ENDPOINT_URL` set.
+#[test]
+fn controller_syncs_and_rotates_against_moto() {
+    let Some(moto) = moto() else { return };
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args(["--exact", "controller_scenario", "--ignored", "--nocapture"])
+        .env("AWS_ENDPOINT_URL", &moto)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("aws-controller-scenario: ok"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by controller_syncs_and_rotates_against_moto with AWS_ENDPOINT_URL set"]
+async fn controller_scenario() {
+    use es_support::*;
+    use serde_json::json;
+
+    let (Some(moto), Ok(endpoint)) = (moto(), std::env::var("AWS_ENDPOINT_URL")) else {
+        println!("skipped: needs ESR_TEST_MOTO_ENDPOINT and AWS_ENDPOINT_URL");
+        return;
+    };
+    assert_eq!(moto, endpoint);
+    let run = format!("ctl{}", std::process::id());
+    let db = format!("{run}/db");
+    sm_call(
+        &moto,
+        "CreateSecret",
+        &format!(r#"{{"Name":"{db}","SecretString":"{{\"user\":\"alice\",\"pass\":\"v1\"}}"}}"#),
+    );
+    sm_call(
+        &moto,
+        "CreateSecret",
+        &format!(r#"{{"Name":"{run}/plain","SecretString":"just-text"}}"#),
+    );
+
+    let env = esr_e2e::Env::start().await.unwrap();
+    let ns = env.namespace("aws").await.unwrap();
+    let esr = env.start_esr(&[]).unwrap();
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "aws-creds", "namespace": ns},
+               "stringData": {"id": "testing", "secret": "testing"}}),
+    )
+    .await;
+    let store = format!("aws-{run}");
+    apply(
+        &env,
+        "",
+        json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterSecretStore",
+               "metadata": {"name": store},
+               "spec": {"provider": {"aws": {
+                   "service": "SecretsManager", "region": "us-east-1",
+                   "auth": {"secretRef": {
+                       "accessKeyIDSecretRef": {"name": "aws-creds", "key": "id", "namespace": ns},
+                       "secretAccessKeySecretRef": {"name": "aws-creds", "key": "secret", "namespace": ns}}}}}}}),
+    )
+    .await;
+    let css = wait_condition(&env, "ClusterSecretStore", "", &store, "True", "Valid").await;
+    assert_eq!(
+        esr_e2e::str_at(&css, "/status/capabilities"),
+        Some("ReadWrite")
+    );
+    apply(
+        &env,
+        &ns,
+        es(
+            "app",
+            json!({
+                "refreshInterval": "1s",
+                "secretStoreRef": {"kind": "ClusterSecretStore", "name": store},
+                "target": {"name": "app"},
+                "data": [{"secretKey": "username", "remoteRef": {"key": db, "property": "user"}}],
+                "dataFrom": [
+                    {"extract": {"key": db}},
+                    {"find": {"name": {"regexp": format!("^{run}/")}}}
+                ]
+            }),
+        ),
+    )
+    .await;
+    let db_key = format!("{run}_db");
+    let plain_key = format!("{run}_plain");
+    wait_secret_data(
+        &env,
+        &ns,
+        "app",
+        &[
+            ("username", "alice"),
+            ("user", "alice"),
+            ("pass", "v1"),
+            (&db_key, r#"{"user":"alice","pass":"v1"}"#),
+            (&plain_key, "just-text"),
+        ],
+    )
+    .await;
+    wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
+
+    // Rotate in AWS: the next refresh picks the new value up.
+    sm_call(
+        &moto,
+        "PutSecretValue",
+        &format!(
+            r#"{{"SecretId":"{db}","SecretString":"{{\"user\":\"alice\",\"pass\":\"v2\"}}"}}"#
+        ),
+    );
+    wait_secret_data(
+        &env,
+        &ns,
+        "app",
+        &[
+            ("username", "alice"),
+            ("user", "alice"),
+            ("pass", "v2"),
+            (&db_key, r#"{"user":"alice","pass":"v2"}"#),
+            (&plain_key, "just-text"),
+        ],
+    )
+    .await;
+    // Values never reach the controller's logs.
+    let logs = esr.logs();
+    assert!(!logs.contains("just-text"), "{logs}");
+    println!("aws-controller-scenario: ok");
 }
 
 #[test]
