@@ -119,7 +119,7 @@ pub fn jsonpath<'a>(v: &'a Value, path: &str) -> Vec<&'a Value> {
                         Some(Value::String(s)) => want.is_empty() || s == want,
                         Some(other) => {
                             want.is_empty()
-                                || serde_json::from_str::<Value>(want).is_ok_and(|w| w == **other)
+                                || serde_json::from_str::<Value>(want).is_ok_and(|w| w == *other)
                         }
                         None => false,
                     })
