@@ -71,7 +71,7 @@ async fn no_secret_value_in_logs_events_or_status() {
         es(
             "fn-error",
             json!({"secretStoreRef": {"kind": "ClusterSecretStore", "name": "fake"},
-                   "target": {"template": {"data": {"k": "{{ .b | fromJson }}{{ .b | atoi | fail }}"}}},
+                   "target": {"template": {"data": {"k": "{{ .b | fail }}"}}},
                    "data": [{"secretKey": "b", "remoteRef": {"key": "/b"}}]}),
         ),
     )
@@ -105,7 +105,12 @@ async fn no_secret_value_in_logs_events_or_status() {
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"v": VALUES[4]}}),
     )
     .await;
-    apply(&env, &ns, json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "r"}})).await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "r"}}),
+    )
+    .await;
     apply(
         &env,
         &ns,
@@ -125,9 +130,23 @@ async fn no_secret_value_in_logs_events_or_status() {
     )
     .await;
 
-    wait_secret_data(&env, &ns, "ok", &[("dsn", &format!("x://{}:{}", VALUES[0], VALUES[3]))]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "ok",
+        &[("dsn", &format!("x://{}:{}", VALUES[0], VALUES[3]))],
+    )
+    .await;
     for name in ["tmpl-error", "fn-error", "bad-keys", "decode-error", "k8s"] {
-        wait_condition(&env, "ExternalSecret", &ns, name, "False", "SecretSyncedError").await;
+        wait_condition(
+            &env,
+            "ExternalSecret",
+            &ns,
+            name,
+            "False",
+            "SecretSyncedError",
+        )
+        .await;
     }
     // rotation and drift on the healthy one
     apply(
@@ -144,35 +163,76 @@ async fn no_secret_value_in_logs_events_or_status() {
         ),
     )
     .await;
-    wait_secret_data(&env, &ns, "ok", &[("dsn", &format!("x://{}:{}", VALUES[2], VALUES[3]))]).await;
-    merge_patch(&env, "Secret", &ns, "ok", json!({"data": {"dsn": "ZHJpZnQ="}})).await;
-    wait_secret_data(&env, &ns, "ok", &[("dsn", &format!("x://{}:{}", VALUES[2], VALUES[3]))]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "ok",
+        &[("dsn", &format!("x://{}:{}", VALUES[2], VALUES[3]))],
+    )
+    .await;
+    merge_patch(
+        &env,
+        "Secret",
+        &ns,
+        "ok",
+        json!({"data": {"dsn": "ZHJpZnQ="}}),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "ok",
+        &[("dsn", &format!("x://{}:{}", VALUES[2], VALUES[3]))],
+    )
+    .await;
+    // the failures with their real causes (after the stores became Ready)
+    wait_event(&env, "bad-keys", "UpdateFailed", "invalid secret keys").await;
+    wait_event(&env, "k8s", "UpdateFailed", "spec.data[1] (key: s)").await;
+    wait_event(&env, "fn-error", "UpdateFailed", "at key k").await;
     // let a few more failing reconciles (with backoff) happen
     wait_for("several UpdateFailed events", TIMEOUT, || async {
-        (events(&env).await.iter().filter(|e| e.2 == "UpdateFailed").count() >= 5).then_some(())
+        (events(&env)
+            .await
+            .iter()
+            .filter(|e| e.2 == "UpdateFailed")
+            .count()
+            >= 5)
+            .then_some(())
     })
     .await
     .unwrap();
 
     let mut haystack = String::new();
     let logs = esr.logs();
-    assert!(logs.contains("reconciled secret"), "the log is captured: {logs}");
+    assert!(
+        logs.contains("reconciled secret"),
+        "the log is captured: {logs}"
+    );
     haystack.push_str(&logs);
     for e in events(&env).await {
+        println!("event: {e:?}");
         haystack.push_str(&format!("\n{e:?}"));
     }
     for kind in ["ExternalSecret", "SecretStore", "ClusterSecretStore"] {
-        for namespace in [ns.as_str(), ""] {
-            let list = api(&env, kind, namespace).list(&ListParams::default()).await.unwrap();
-            for o in list.items {
-                let v = serde_json::to_value(&o).unwrap();
-                haystack.push_str(&format!("\n{}", v.get("status").cloned().unwrap_or_default()));
-            }
+        let list = api(&env, kind, "")
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        for o in list.items {
+            let v = serde_json::to_value(&o).unwrap();
+            haystack.push_str(&format!(
+                "\n{}",
+                v.get("status").cloned().unwrap_or_default()
+            ));
         }
     }
     assert!(haystack.contains("UpdateFailed"), "events were collected");
     for v in VALUES {
-        assert!(!haystack.contains(v), "secret value {v} leaked:\n{}", context_of(&haystack, v));
+        assert!(
+            !haystack.contains(v),
+            "secret value {v} leaked:\n{}",
+            context_of(&haystack, v)
+        );
     }
     // base64 forms of the values must not leak either
     for v in VALUES {
@@ -182,18 +242,32 @@ async fn no_secret_value_in_logs_events_or_status() {
 }
 
 fn context_of(h: &str, needle: &str) -> String {
-    h.lines().filter(|l| l.contains(needle)).take(5).collect::<Vec<_>>().join("\n")
+    h.lines()
+        .filter(|l| l.contains(needle))
+        .take(5)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn base64_std(b: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in b.chunks(3) {
-        let n = (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if c.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if c.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if c.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
     out
 }

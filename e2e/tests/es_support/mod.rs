@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use esr_e2e::{Env, str_at, wait_for};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
 use serde_json::{Value, json};
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,7 +29,7 @@ pub fn resource(kind: &str) -> (ApiResource, bool) {
 
 pub fn api(env: &Env, kind: &str, ns: &str) -> Api<DynamicObject> {
     let (ar, namespaced) = resource(kind);
-    if namespaced {
+    if namespaced && !ns.is_empty() {
         Api::namespaced_with(env.client(), ns, &ar)
     } else {
         Api::all_with(env.client(), &ar)
@@ -39,55 +41,97 @@ pub async fn apply(env: &Env, ns: &str, obj: Value) {
     let kind = obj["kind"].as_str().unwrap().to_string();
     let name = obj["metadata"]["name"].as_str().unwrap().to_string();
     api(env, &kind, ns)
-        .patch(&name, &PatchParams::apply("e2e").force(), &Patch::Apply(&obj))
+        .patch(
+            &name,
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&obj),
+        )
         .await
         .unwrap_or_else(|e| panic!("applying {kind}/{name}: {e}"));
 }
 
 pub async fn merge_patch(env: &Env, kind: &str, ns: &str, name: &str, patch: Value) {
-    api(env, kind, ns).patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    api(env, kind, ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }
 
 pub async fn get(env: &Env, kind: &str, ns: &str, name: &str) -> Option<Value> {
-    api(env, kind, ns).get_opt(name).await.unwrap().map(|o| serde_json::to_value(o).unwrap())
+    api(env, kind, ns)
+        .get_opt(name)
+        .await
+        .unwrap()
+        .map(|o| serde_json::to_value(o).unwrap())
 }
 
 pub async fn delete(env: &Env, kind: &str, ns: &str, name: &str) {
-    let _ = api(env, kind, ns).delete(name, &DeleteParams::default()).await;
+    let _ = api(env, kind, ns)
+        .delete(name, &DeleteParams::default())
+        .await;
 }
 
 pub fn ready(obj: &Value) -> (String, String, String) {
-    let conds = obj.pointer("/status/conditions").and_then(|c| c.as_array()).cloned().unwrap_or_default();
+    let conds = obj
+        .pointer("/status/conditions")
+        .and_then(|c| c.as_array())
+        .cloned()
+        .unwrap_or_default();
     let r = conds.iter().find(|c| c["type"] == "Ready");
     let s = |k: &str| r.and_then(|r| r[k].as_str()).unwrap_or("").to_string();
     (s("status"), s("reason"), s("message"))
 }
 
 /// Wait until the object's Ready condition has this status and reason.
-pub async fn wait_condition(env: &Env, kind: &str, ns: &str, name: &str, status: &str, reason: &str) -> Value {
-    wait_for(&format!("{kind} {ns}/{name} Ready={status} {reason}"), TIMEOUT, || async {
-        let o = get(env, kind, ns, name).await?;
-        let (s, r, _) = ready(&o);
-        (s == status && r == reason).then_some(o)
-    })
+pub async fn wait_condition(
+    env: &Env,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    status: &str,
+    reason: &str,
+) -> Value {
+    wait_for(
+        &format!("{kind} {ns}/{name} Ready={status} {reason}"),
+        TIMEOUT,
+        || async {
+            let o = get(env, kind, ns, name).await?;
+            let (s, r, _) = ready(&o);
+            (s == status && r == reason).then_some(o)
+        },
+    )
     .await
     .unwrap()
 }
 
 pub async fn secret(env: &Env, ns: &str, name: &str) -> Option<Secret> {
-    Api::<Secret>::namespaced(env.client(), ns).get_opt(name).await.unwrap()
+    Api::<Secret>::namespaced(env.client(), ns)
+        .get_opt(name)
+        .await
+        .unwrap()
 }
 
 pub fn decoded(s: &Secret) -> BTreeMap<String, String> {
-    s.data.iter().flatten().map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned())).collect()
+    s.data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned()))
+        .collect()
 }
 
 pub async fn wait_secret_data(env: &Env, ns: &str, name: &str, want: &[(&str, &str)]) -> Secret {
-    let want: BTreeMap<String, String> = want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    wait_for(&format!("secret {ns}/{name} = {want:?}"), TIMEOUT, || async {
-        let s = secret(env, ns, name).await?;
-        (decoded(&s) == want).then_some(s)
-    })
+    let want: BTreeMap<String, String> = want
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    wait_for(
+        &format!("secret {ns}/{name} = {want:?}"),
+        TIMEOUT,
+        || async {
+            let s = secret(env, ns, name).await?;
+            (decoded(&s) == want).then_some(s)
+        },
+    )
     .await
     .unwrap()
 }
@@ -125,20 +169,30 @@ pub async fn events(env: &Env) -> Vec<(String, String, String, String, String)> 
         .map(|e| {
             let v = serde_json::to_value(e).unwrap();
             let s = |p: &str| str_at(&v, p).unwrap_or("").to_string();
-            (s("/reportingController"), s("/type"), s("/reason"), s("/note"), s("/regarding/name"))
+            (
+                s("/reportingController"),
+                s("/type"),
+                s("/reason"),
+                s("/note"),
+                s("/regarding/name"),
+            )
         })
         .collect()
 }
 
 /// Waits until an event for `regarding` with `reason` whose note contains `needle` exists.
 pub async fn wait_event(env: &Env, regarding: &str, reason: &str, needle: &str) -> String {
-    wait_for(&format!("event {reason} on {regarding} containing {needle:?}"), TIMEOUT, || async {
-        events(env)
-            .await
-            .into_iter()
-            .find(|e| e.4 == regarding && e.2 == reason && e.3.contains(needle))
-            .map(|e| e.3)
-    })
+    wait_for(
+        &format!("event {reason} on {regarding} containing {needle:?}"),
+        TIMEOUT,
+        || async {
+            events(env)
+                .await
+                .into_iter()
+                .find(|e| e.4 == regarding && e.2 == reason && e.3.contains(needle))
+                .map(|e| e.3)
+        },
+    )
     .await
     .unwrap()
 }
