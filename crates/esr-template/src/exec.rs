@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use crate::fmt::{format_v, format_v_bytes, sprint_bytes, sprintf_bytes, sprintln_bytes};
 use crate::func::{FuncDef, FuncError, FuncMap, Signature};
-use crate::limits::Limits;
+use crate::limits::{Limits, MAX_NESTING};
 use crate::parse::{Arg, Command, Node, Number, Pipe, Template, is_builtin};
 use crate::value::{GoType, Kind, Value};
 
@@ -58,6 +58,11 @@ enum Flow {
 }
 
 type R<T> = Result<T, Flow>;
+
+/// Below this much remaining stack, recursion continues on a new stack segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+/// Size of each new stack segment.
+const STACK_GROW: usize = 4 * 1024 * 1024;
 
 #[derive(Clone, Copy)]
 enum Cur<'t> {
@@ -177,6 +182,28 @@ impl<'t> State<'t> {
         Ok(())
     }
 
+    /// Values nested deeper than [`MAX_NESTING`] are refused (their drop and
+    /// printing recurse); the check's work counts as execution steps.
+    fn check_nesting(&mut self, v: &Value) -> R<()> {
+        if !matches!(v, Value::List(_) | Value::Slice(_) | Value::Map(_)) {
+            return Ok(());
+        }
+        let mut budget = self.opts.limits.max_steps.saturating_sub(self.steps);
+        let before = budget;
+        let r = nesting_exceeds(v, MAX_NESTING, &mut budget);
+        self.steps += before - budget;
+        match r {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(self.limit_err(&format!(
+                "value nested deeper than {MAX_NESTING} levels (limit)"
+            ))),
+            Err(()) => Err(self.limit_err(&format!(
+                "execution stopped: more than {} steps (limit)",
+                self.opts.limits.max_steps
+            ))),
+        }
+    }
+
     fn mark(&self) -> usize {
         self.vars.len()
     }
@@ -221,6 +248,10 @@ impl<'t> State<'t> {
     }
 
     fn walk(&mut self, dot: &Value, node: &'t Node) -> R<()> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROW, || self.walk_node(dot, node))
+    }
+
+    fn walk_node(&mut self, dot: &Value, node: &'t Node) -> R<()> {
         self.step()?;
         self.node = Cur::Node(node);
         match node {
@@ -275,7 +306,7 @@ impl<'t> State<'t> {
     fn walk_range(&mut self, dot: &Value, node: &'t Node, r: &'t crate::parse::Control) -> R<()> {
         self.node = Cur::Node(node);
         let outer = self.mark();
-        let res = self.walk_range_inner(dot, node, r);
+        let res = self.walk_range_inner(dot, r);
         self.pop(outer);
         match res {
             Err(Flow::Break) => Ok(()),
@@ -318,18 +349,13 @@ impl<'t> State<'t> {
         }
     }
 
-    fn walk_range_inner(
-        &mut self,
-        dot: &Value,
-        node: &'t Node,
-        r: &'t crate::parse::Control,
-    ) -> R<()> {
+    fn walk_range_inner(&mut self, dot: &Value, r: &'t crate::parse::Control) -> R<()> {
         let val = self.eval_pipeline(dot, &r.pipe)?;
         let mark = self.mark();
         let ran = match &val {
             v if v.kind().is_int() || v.kind().is_uint() => {
                 if r.pipe.decl.len() > 1 {
-                    self.node = Cur::Node(node);
+                    // Go reports at the node evaluated last (not the range node)
                     return Err(self.errorf(format!(
                         "can't use {} to iterate over more than one variable",
                         self.shown(&val)
@@ -381,7 +407,6 @@ impl<'t> State<'t> {
             }
             Value::Nil => false,
             _ => {
-                self.node = Cur::Node(node);
                 return Err(self.errorf(format!("range can't iterate over {}", self.shown(&val))));
             }
         };
@@ -442,6 +467,12 @@ impl<'t> State<'t> {
     // ---- evaluation ----------------------------------------------------------------
 
     fn eval_pipeline(&mut self, dot: &Value, pipe: &'t Pipe) -> R<Value> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROW, || {
+            self.eval_pipeline_inner(dot, pipe)
+        })
+    }
+
+    fn eval_pipeline_inner(&mut self, dot: &Value, pipe: &'t Pipe) -> R<Value> {
         self.node = Cur::Pipe(pipe);
         let mut value: Option<Value> = None;
         for cmd in &pipe.cmds {
@@ -608,7 +639,8 @@ impl<'t> State<'t> {
         receiver: Value,
         from_field: bool,
     ) -> R<Value> {
-        self.node = Cur::Arg(node);
+        // Like Go's evalField, this does not move the error position: errors
+        // report the node evaluated last.
         if receiver.is_nil() {
             if from_field {
                 return Err(self.errorf(format!(
@@ -800,7 +832,12 @@ impl<'t> State<'t> {
             }
         };
         match result {
-            Ok(v) => Ok(v),
+            Ok(v) => {
+                if !is_builtin {
+                    self.check_nesting(&v)?;
+                }
+                Ok(v)
+            }
             Err(e) => {
                 self.node = node;
                 let msg = if self.opts.redact && e.may_contain_data {
@@ -1495,19 +1532,54 @@ pub(crate) fn execute(
             limit: false,
         });
     };
-    // Run on a dedicated, lazily committed stack: recursion (nested templates and
-    // control structures) and the drop of deeply nested values built by a
-    // template stay far from the thread's own stack limit.
-    stacker::grow(EXEC_STACK_BYTES, move || {
-        let r = match st.walk_list(data, root) {
-            Ok(()) => Ok(std::mem::take(&mut st.out)),
-            Err(Flow::Err(e)) => Err(e),
-            Err(Flow::Break | Flow::Continue) => Ok(std::mem::take(&mut st.out)),
-        };
-        drop(st);
-        r
-    })
+    match st.walk_list(data, root) {
+        Ok(()) => Ok(st.out),
+        Err(Flow::Err(e)) => Err(e),
+        Err(Flow::Break | Flow::Continue) => Ok(st.out),
+    }
 }
 
-/// Size of the execution stack (virtual; pages are committed on use).
-const EXEC_STACK_BYTES: usize = 256 * 1024 * 1024;
+/// Whether `v` nests containers deeper than `cap` levels. Every container visited
+/// costs one unit of `budget`; `Err` when the budget runs out.
+fn nesting_exceeds(v: &Value, cap: usize, budget: &mut u64) -> Result<bool, ()> {
+    let children_exceed =
+        |items: &mut dyn Iterator<Item = &Value>, budget: &mut u64| -> Result<bool, ()> {
+            for it in items {
+                if matches!(it, Value::List(_) | Value::Slice(_) | Value::Map(_))
+                    && nesting_exceeds(it, cap - 1, budget)?
+                {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+    let container = matches!(v, Value::List(_) | Value::Slice(_) | Value::Map(_));
+    if !container {
+        return Ok(false);
+    }
+    if *budget == 0 {
+        return Err(());
+    }
+    *budget -= 1;
+    if cap == 0 {
+        return Ok(true);
+    }
+    match v {
+        Value::List(l) => children_exceed(&mut l.iter(), budget),
+        Value::Slice(s) => {
+            if matches!(
+                s.elem,
+                GoType::Interface | GoType::Slice(_) | GoType::MapStringInterface
+            ) {
+                children_exceed(&mut s.items.iter(), budget)
+            } else {
+                Ok(false)
+            }
+        }
+        Value::Map(m) => {
+            let vals: Vec<Value> = m.entries().into_iter().map(|(_, v)| v).collect();
+            children_exceed(&mut vals.iter(), budget)
+        }
+        _ => Ok(false),
+    }
+}

@@ -15,6 +15,9 @@ pub const MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_TEMPLATE_DEPTH: usize = 1_000;
 /// Maximum nesting of parentheses/control structures accepted by the parser.
 pub const MAX_PARSE_DEPTH: usize = 1_000;
+/// Maximum nesting of lists/maps in a value returned by a function (deeper
+/// values, and cyclic maps, are an execution error).
+pub const MAX_NESTING: usize = 500;
 /// Maximum size of a single string or byte value built by a function.
 pub const MAX_VALUE_BYTES: usize = 16 * 1024 * 1024;
 /// Maximum number of elements of a list or map built by a function.

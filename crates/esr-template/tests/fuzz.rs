@@ -177,19 +177,29 @@ fn output_limit_stops_large_output() {
 }
 
 #[test]
-fn deeply_nested_values_are_dropped_safely() {
-    // 10 000 levels of nested lists, built and dropped inside the execution
+fn deeply_nested_values_are_refused() {
     let funcs = eso_funcs();
-    let t = Template::parse(
-        "key",
-        "{{ $x := list }}{{ range until 10000 }}{{ $x = list $x }}{{ end }}done",
-        funcs,
-    )
-    .unwrap();
-    let out = t
-        .execute_data(funcs, &data(), &ExecOptions::default())
-        .unwrap();
-    assert_eq!(out, b"done");
+    let run = |n: usize| {
+        let text = format!(
+            "{{{{ $x := list }}}}{{{{ range until {n} }}}}{{{{ $x = list $x }}}}{{{{ end }}}}done"
+        );
+        let t = Template::parse("key", &text, funcs).unwrap();
+        t.execute_data(funcs, &data(), &ExecOptions::default())
+    };
+    assert_eq!(run(400).unwrap(), b"done");
+    let e = run(10_000).unwrap_err();
+    assert!(
+        e.message
+            .contains("value nested deeper than 500 levels (limit)"),
+        "{e}"
+    );
+    assert!(e.limit);
+}
+
+#[test]
+fn cyclic_maps_are_refused() {
+    let e = exec_err("{{ $d := dict }}{{ $_ := set $d \"k\" $d }}{{ $d | toJson }}");
+    assert!(e.contains("nested deeper"), "{e}");
 }
 
 #[test]
