@@ -1,0 +1,131 @@
+//! VaultDynamicSecret against a real OpenBao: `auth/token/create` issues a renewable token
+//! lease offline; a refresh renews it instead of creating another token.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use esr_api::generators::{VaultDynamicSecretResultType, VaultDynamicSecretSpec};
+use esr_api::opaque::AnyJson;
+use esr_provider_vault::GeneratorRequest;
+use esr_provider_vault::generator::Lease;
+use serde_json::json;
+
+fn spec(bao: &Bao, h: &Harness) -> VaultDynamicSecretSpec {
+    let provider = token_spec(h, bao, json!({}));
+    VaultDynamicSecretSpec {
+        provider: serde_json::from_value(provider).unwrap(),
+        path: "auth/token/create".into(),
+        method: Some("POST".into()),
+        parameters: Some(AnyJson(
+            json!({"ttl": "1h", "renewable": true, "policies": ["default"]}),
+        )),
+        result_type: Some(VaultDynamicSecretResultType::Auth),
+        ..Default::default()
+    }
+}
+
+async fn token_count(bao: &Bao) -> usize {
+    bao.api("LIST", "auth/token/accessors", None).await["data"]["keys"]
+        .as_array()
+        .map(Vec::len)
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn lease_is_renewed_not_reissued() {
+    let Some(bao) = bao() else { return };
+    let h = Harness::new();
+    let sp = spec(&bao, &h);
+    let req = GeneratorRequest {
+        name: "gen",
+        namespace: "ns",
+        spec: &sp,
+        kube: h.kube.clone(),
+        recorder: h.recorder.clone(),
+    };
+    let (first, st) = h.provider.generate(&req, None).await.unwrap();
+    let tok = s(&first["client_token"]);
+    assert!(!tok.is_empty());
+    assert_eq!(st.lease, Lease::Token);
+    assert!(st.renewable);
+    assert!(
+        !format!("{st:?}").contains(&tok),
+        "state Debug leaks the token"
+    );
+    let before = token_count(&bao).await;
+
+    let (second, st2) = h.provider.generate(&req, Some(&st)).await.unwrap();
+    assert_eq!(second, first, "renewal returns the same credentials");
+    assert_eq!(st2.renewals, 1);
+    assert_eq!(h.recorder.count("GeneratorRequest"), 1);
+    assert_eq!(h.recorder.count("RenewLease"), 1);
+    assert_eq!(token_count(&bao).await, before, "no new token was created");
+    // the issued token is still valid
+    let looked = bao
+        .api("POST", "auth/token/lookup", Some(json!({"token": tok})))
+        .await;
+    assert_eq!(looked["data"]["renewable"], true);
+
+    // Once the lease is gone, a refresh issues new credentials.
+    bao.api("POST", "auth/token/revoke", Some(json!({"token": tok})))
+        .await;
+    let (third, st3) = h.provider.generate(&req, Some(&st2)).await.unwrap();
+    assert_ne!(third["client_token"], first["client_token"]);
+    assert_eq!(st3.renewals, 0);
+    assert_eq!(h.recorder.count("GeneratorRequest"), 2);
+
+    // generate_for keeps the state per generator + consumer.
+    let a1 = h.provider.generate_for(&req, "es-a").await.unwrap();
+    let a2 = h.provider.generate_for(&req, "es-a").await.unwrap();
+    let b1 = h.provider.generate_for(&req, "es-b").await.unwrap();
+    assert_eq!(a1, a2);
+    assert_ne!(a1["client_token"], b1["client_token"]);
+    assert_eq!(
+        h.provider
+            .generator_state("ns", "gen", "es-a")
+            .map(|s| s.renewals),
+        Some(1)
+    );
+}
+
+#[tokio::test]
+async fn data_result_from_a_non_lease_path() {
+    let Some(bao) = bao() else { return };
+    let h = Harness::new();
+    let mut sp = spec(&bao, &h);
+    let transit = unique("transit");
+    bao.api(
+        "POST",
+        &format!("sys/mounts/{transit}"),
+        Some(json!({"type": "transit"})),
+    )
+    .await;
+    sp.path = format!("{transit}/random/16");
+    sp.parameters = Some(AnyJson(json!({"format": "hex"})));
+    sp.result_type = None;
+    let req = GeneratorRequest {
+        name: "rnd",
+        namespace: "ns",
+        spec: &sp,
+        kube: h.kube.clone(),
+        recorder: h.recorder.clone(),
+    };
+    let (d1, st) = h.provider.generate(&req, None).await.unwrap();
+    assert_eq!(d1["random_bytes"].len(), 32);
+    assert_eq!(st.lease, Lease::None);
+    // not renewable: a refresh generates again
+    let (d2, _) = h.provider.generate(&req, Some(&st)).await.unwrap();
+    assert_ne!(d1, d2);
+    // empty response is an error unless allowed
+    let mut sp2 = sp.clone();
+    sp2.path = format!("sys/mounts/{transit}/tune");
+    sp2.method = Some("POST".into());
+    sp2.parameters = Some(AnyJson(json!({"description": "x"})));
+    let req2 = GeneratorRequest {
+        spec: &sp2,
+        ..req.clone()
+    };
+    let e = h.provider.generate(&req2, None).await.unwrap_err();
+    assert!(e.message().contains("got empty response"), "{e}");
+}
