@@ -67,7 +67,8 @@ impl fmt::Display for StoreKind {
 ///
 /// `spec` is the store's `spec` as JSON, so this type does not depend on the exact Rust shape of
 /// the CRD types; providers deserialize their own section with [`StoreInfo::provider_spec`].
-#[derive(Clone, Debug, PartialEq)]
+/// `Debug` does not print the spec (a fake store's spec holds values).
+#[derive(Clone, PartialEq)]
 pub struct StoreInfo {
     /// Store kind.
     pub kind: StoreKind,
@@ -85,6 +86,19 @@ pub struct StoreInfo {
     pub spec: Arc<serde_json::Value>,
     /// Whether the store's `Ready` condition is `True`.
     pub ready: bool,
+}
+
+impl fmt::Debug for StoreInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreInfo")
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("namespace", &self.namespace)
+            .field("generation", &self.generation)
+            .field("ready", &self.ready)
+            .field("provider", &self.provider_key().ok())
+            .finish_non_exhaustive()
+    }
 }
 
 impl StoreInfo {
@@ -588,6 +602,19 @@ mod tests {
         assert_eq!(s.namespace.as_deref(), Some("n"));
         assert_eq!(s.controller_class(), None);
         assert!(StoreInfo::from_object(&json!({"kind": "Secret"})).is_err());
+    }
+
+    #[test]
+    fn store_info_debug_hides_the_spec() {
+        let s = StoreInfo::new(
+            StoreKind::SecretStore,
+            "s",
+            Some("ns".into()),
+            json!({"provider": {"fake": {"data": [{"key": "k", "value": "top-secret-value"}]}}}),
+        );
+        let d = format!("{s:?}");
+        assert!(!d.contains("top-secret-value"), "{d}");
+        assert!(d.contains("fake"), "{d}");
     }
 
     #[test]

@@ -195,8 +195,9 @@ impl PushRemoteRef {
 /// Alias: a delete request is just the remote ref.
 pub type DeleteRequest = PushRemoteRef;
 
-/// One PushSecret entry to write: ESO's `PushSecret(secret, data)`.
-#[derive(Clone, Debug, PartialEq)]
+/// One PushSecret entry to write: ESO's `PushSecret(secret, data)`. `Debug` hides the value and
+/// the source Secret's data.
+#[derive(Clone, PartialEq)]
 pub struct PushRequest {
     /// Where to write.
     pub remote: PushRemoteRef,
@@ -209,6 +210,18 @@ pub struct PushRequest {
     pub metadata: Option<serde_json::Value>,
     /// The local source Secret (the kubernetes provider pushes its type, labels and annotations).
     pub source: Secret,
+}
+
+impl std::fmt::Debug for PushRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushRequest")
+            .field("remote", &self.remote)
+            .field("secret_key", &self.secret_key)
+            .field("value", &format_args!("<{} bytes>", self.value.len()))
+            .field("metadata", &self.metadata)
+            .field("source", &self.source.metadata.name)
+            .finish()
+    }
 }
 
 impl PushRequest {
@@ -355,6 +368,16 @@ mod tests {
             missing.map(|_| ()).map_err(|e| e.to_string()),
             Err("failed to find secret key in secret with key: zz".to_string())
         );
+    }
+
+    #[test]
+    fn push_request_debug_hides_values() {
+        let s = secret(&[("k", "top-secret-value")]);
+        let r = PushRequest::from_secret(s, PushRemoteRef::new("r"), None, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let d = format!("{r:?}");
+        assert!(!d.contains("top-secret-value"), "{d}");
+        assert!(!d.contains("116, 111, 112"), "{d}");
     }
 
     #[test]

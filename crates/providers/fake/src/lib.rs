@@ -47,7 +47,7 @@ enum Origin {
     Pushed,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 struct Entry {
     value: Vec<u8>,
     version: String,
@@ -60,9 +60,22 @@ type Stores = Arc<Mutex<HashMap<String, Arc<Mutex<Db>>>>>;
 
 /// The fake provider. Pushed values are kept per store identity (`Kind/namespace/name`) in a
 /// process-wide map shared by every instance made with [`FakeProvider::new`].
-#[derive(Debug)]
 pub struct FakeProvider {
     stores: Stores,
+}
+
+impl std::fmt::Debug for FakeProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeProvider").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for FakeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeClient")
+            .field("validation_result", &self.validation_result)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for FakeProvider {
@@ -175,7 +188,6 @@ impl Provider for FakeProvider {
 }
 
 /// A client over one store's in-memory data.
-#[derive(Debug)]
 pub struct FakeClient {
     db: Arc<Mutex<Db>>,
     validation_result: Option<i64>,
