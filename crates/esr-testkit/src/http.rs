@@ -9,7 +9,6 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use bytes::Bytes;
-use futures::SinkExt;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
@@ -39,6 +38,16 @@ pub struct App {
     pub addr: String,
     /// Interval between watch bookmarks.
     pub bookmark_interval: Duration,
+    /// Number of open watch streams.
+    pub active_watches: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+struct WatchGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// The axum router.
@@ -959,7 +968,9 @@ async fn watch(
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0);
     let started = app.store.watch(&rt, rv, send_initial);
-    let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Bytes, Infallible>>(256);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(256);
+    let body_stream =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
     let (first, mut brx, cur_rv) = match started {
         Ok(x) => x,
         Err(e) => {
@@ -967,7 +978,7 @@ async fn watch(
             let line = watch_line("ERROR", e.status().to_string().as_bytes());
             let _ = tx.try_send(Ok(line));
             drop(tx);
-            let mut r = Response::new(Body::from_stream(rx));
+            let mut r = Response::new(Body::from_stream(body_stream));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
@@ -978,7 +989,11 @@ async fn watch(
     let close = app.faults.watch_token();
     let interval = app.bookmark_interval;
     let av = rt.api_version();
+    app.active_watches
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let guard = WatchGuard(Arc::clone(&app.active_watches));
     tokio::spawn(async move {
+        let _guard = guard;
         let mut last_rv = cur_rv;
         let mut columns_sent = false;
         let mut send_ev = |typ: EvType, obj: &Value| -> Bytes {
@@ -1022,6 +1037,7 @@ async fn watch(
             };
             tokio::select! {
                 _ = close.cancelled() => break,
+                _ = tx.closed() => break,
                 _ = sleep_until => break,
                 _ = tick.tick(), if bookmarks => {
                     if tx.send(Ok(bookmark(&rt, last_rv, false))).await.is_err() { break; }
@@ -1044,7 +1060,7 @@ async fn watch(
             }
         }
     });
-    let mut r = Response::new(Body::from_stream(rx));
+    let mut r = Response::new(Body::from_stream(body_stream));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

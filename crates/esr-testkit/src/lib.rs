@@ -127,6 +127,7 @@ impl TestServer {
             tokens: tokens::TokenIssuer::new(&url)?,
             addr: addr.to_string(),
             bookmark_interval: opts.bookmark_interval,
+            active_watches: Arc::default(),
         });
         let stop = CancellationToken::new();
         controllers::spawn(Arc::clone(&store), stop.clone(), opts.gc_delay);
@@ -193,6 +194,13 @@ impl TestServer {
     /// The object store (direct access for tests).
     pub fn store(&self) -> &Arc<Store> {
         &self.app.store
+    }
+
+    /// Number of watch streams currently open (to check that clients do not leak watches).
+    pub fn active_watches(&self) -> usize {
+        self.app
+            .active_watches
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// OIDC issuer URL of ServiceAccount tokens (= `url()`).

@@ -381,3 +381,36 @@ async fn fault_injection_and_audit() {
         && e["resource"] == "serviceaccounts"
         && e["subresource"] == "token"));
 }
+
+#[tokio::test]
+async fn watches_end_when_the_client_goes_away() {
+    let s = start().await;
+    let req = http::Request::get("/api/v1/namespaces/default/secrets?watch=true")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = s.client().send(req).await.unwrap();
+    assert_eq!(s.active_watches(), 1);
+    drop(resp);
+    eventually("watch task ended", || async {
+        (s.active_watches() == 0).then_some(())
+    })
+    .await;
+    // close_watches ends server-side streams too
+    let api: Api<Secret> = Api::namespaced(s.client(), "default");
+    let mut stream = api
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert_eq!(s.active_watches(), 1);
+    s.faults().close_watches();
+    let end = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(end.is_none(), "stream ended");
+    eventually("no watches", || async {
+        (s.active_watches() == 0).then_some(())
+    })
+    .await;
+}
