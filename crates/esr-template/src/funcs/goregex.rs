@@ -152,12 +152,26 @@ pub fn split(re: &Regex, s: &str, n: i64) -> Vec<String> {
 
 /// Expands Go's `$name`/`${name}` replacement template (same syntax as the
 /// `regex` crate's, whose `replace_all` is used).
-fn replace_all(re: &Regex, s: &str, repl: &str, literal: bool) -> String {
-    if literal {
+fn replace_all(
+    re: &Regex,
+    s: &str,
+    repl: &str,
+    literal: bool,
+) -> Result<String, crate::func::FuncError> {
+    let matches = re.find_iter(s).count();
+    // an expanded `$1` can be as long as the input
+    let per = if literal {
+        repl.len()
+    } else {
+        repl.len()
+            .saturating_add(repl.matches('$').count().saturating_mul(s.len()))
+    };
+    check_bytes(matches.saturating_mul(per).saturating_add(s.len()))?;
+    Ok(if literal {
         re.replace_all(s, regex::NoExpand(repl)).into_owned()
     } else {
         re.replace_all(s, repl).into_owned()
-    }
+    })
 }
 
 /// Registers the regex functions.
@@ -190,13 +204,13 @@ pub fn install(m: &mut FuncMap) {
     for name in ["regexReplaceAll", "mustRegexReplaceAll"] {
         def(m, name, vec![S, S, S], |a| {
             let re = compile(s(a, 0)).map_err(|_| perr(ERR_INVALID))?;
-            ok_str(replace_all(&re, s(a, 1), s(a, 2), false))
+            ok_str(replace_all(&re, s(a, 1), s(a, 2), false)?)
         });
     }
     for name in ["regexReplaceAllLiteral", "mustRegexReplaceAllLiteral"] {
         def(m, name, vec![S, S, S], |a| {
             let re = compile(s(a, 0)).map_err(|_| perr(ERR_INVALID))?;
-            ok_str(replace_all(&re, s(a, 1), s(a, 2), true))
+            ok_str(replace_all(&re, s(a, 1), s(a, 2), true)?)
         });
     }
     for name in ["regexSplit", "mustRegexSplit"] {
@@ -225,9 +239,15 @@ mod tests {
         let re = compile(r"\p{Lu}").unwrap();
         assert_eq!(find_all(&re, "aBcDéÉ", -1), vec!["B", "D", "É"]);
         let re = compile("a(x*)b").unwrap();
-        assert_eq!(replace_all(&re, "-ab-axxb-", "${1}W", false), "-W-xxW-");
-        assert_eq!(replace_all(&re, "-ab-axxb-", "$1W", false), "---");
-        assert_eq!(replace_all(&re, "-ab-axxb-", "${1}", true), "-${1}-${1}-");
+        assert_eq!(
+            replace_all(&re, "-ab-axxb-", "${1}W", false).unwrap(),
+            "-W-xxW-"
+        );
+        assert_eq!(replace_all(&re, "-ab-axxb-", "$1W", false).unwrap(), "---");
+        assert_eq!(
+            replace_all(&re, "-ab-axxb-", "${1}", true).unwrap(),
+            "-${1}-${1}-"
+        );
         let re = compile("z+").unwrap();
         assert_eq!(split(&re, "pizza", -1), vec!["pi", "a"]);
         assert_eq!(split(&re, "pizza", 1), vec!["pizza"]);

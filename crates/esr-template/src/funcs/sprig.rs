@@ -104,7 +104,13 @@ fn strings(m: &mut FuncMap) {
         ok_str(gostr::wrap_custom(s(a, 1), int(a, 0), "", false))
     });
     def(m, "wrapWith", vec![Int, S, S], |a| {
-        ok_str(gostr::wrap_custom(s(a, 2), int(a, 0), s(a, 1), true))
+        let (text, width, sep) = (s(a, 2), int(a, 0).max(1) as usize, s(a, 1));
+        check_bytes(
+            (text.len() / width + 1)
+                .saturating_mul(sep.len())
+                .saturating_add(text.len()),
+        )?;
+        ok_str(gostr::wrap_custom(text, int(a, 0), sep, true))
     });
     def(m, "contains", vec![S, S], |a| {
         Ok(Value::Bool(s(a, 1).contains(s(a, 0))))
@@ -145,7 +151,14 @@ fn strings(m: &mut FuncMap) {
         indent_checked(int(a, 0), s(a, 1), "\n")
     });
     def(m, "replace", vec![S, S, S], |a| {
-        ok_str(gostr::replace_all(s(a, 2), s(a, 0), s(a, 1)))
+        let (src, old, new) = (s(a, 2), s(a, 0), s(a, 1));
+        let n = if old.is_empty() {
+            src.chars().count() + 1
+        } else {
+            src.matches(old).count()
+        };
+        check_bytes(n.saturating_mul(new.len()).saturating_add(src.len()))?;
+        ok_str(gostr::replace_all(src, old, new))
     });
     def(m, "plural", vec![S, S, Int], |a| {
         ok_str(if int(a, 2) == 1 { s(a, 0) } else { s(a, 1) })
