@@ -403,7 +403,9 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     if ct.contains("yaml") {
         serde_yaml_ng::from_slice::<Value>(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
-    } else if ct.contains("protobuf") || ct.contains("cbor") {
+    } else if ct.contains("protobuf") {
+        crate::proto::decode_body(body)
+    } else if ct.contains("cbor") {
         Err(ApiError::new(
             415,
             "UnsupportedMediaType",

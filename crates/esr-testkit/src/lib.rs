@@ -22,6 +22,7 @@ pub mod faults;
 pub mod http;
 pub mod managed;
 pub mod openapi;
+pub mod proto;
 pub mod registry;
 pub mod schema;
 pub mod selector;

@@ -274,6 +274,65 @@ async fn real_kubectl_works_against_the_server() {
     let out = k.ok(&["get", "ns", "-o", "name"]).await;
     assert!(out.contains("namespace/default"));
 
+    // typed generators send protobuf bodies
+    k.ok(&["create", "namespace", "gen"]).await;
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "lit",
+        "-n",
+        "gen",
+        "--from-literal=user=admin",
+    ])
+    .await;
+    let out = k
+        .ok(&[
+            "get",
+            "secret",
+            "lit",
+            "-n",
+            "gen",
+            "-o",
+            "jsonpath={.data.user}",
+        ])
+        .await;
+    assert_eq!(out, "YWRtaW4=");
+    k.ok(&[
+        "create",
+        "configmap",
+        "cm2",
+        "-n",
+        "gen",
+        "--from-literal=a=b",
+    ])
+    .await;
+    k.ok(&["create", "serviceaccount", "robot", "-n", "gen"])
+        .await;
+    let token = k
+        .ok(&[
+            "create",
+            "token",
+            "robot",
+            "-n",
+            "gen",
+            "--audience",
+            "vault",
+        ])
+        .await;
+    let r = post(&s, "/apis/authentication.k8s.io/v1/tokenreviews",
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token.trim(), "audiences": ["vault"]}})).await;
+    assert_eq!(
+        r.body["status"]["user"]["username"],
+        "system:serviceaccount:gen:robot"
+    );
+    k.ok(&["label", "secret", "lit", "-n", "gen", "team=a"])
+        .await;
+    let out = k
+        .ok(&["get", "secrets", "-n", "gen", "-l", "team=a", "-o", "name"])
+        .await;
+    assert_eq!(out.trim(), "secret/lit");
+
     // delete waits until the object is gone
     let out = k.ok(&["delete", "widget", "w1"]).await;
     assert!(out.contains("widget.test.esr.dev \"w1\" deleted"), "{out}");
