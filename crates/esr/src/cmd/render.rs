@@ -102,6 +102,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
+    let out = render(&args).await?;
+    print!("{}", out.yaml);
+    for m in &out.messages {
+        eprintln!("{m}");
+    }
+    Ok(if out.failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// What `esr render` produced.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// The Secrets, as a multi-document YAML stream.
+    pub yaml: String,
+    /// Notes and errors (stderr).
+    pub messages: Vec<String>,
+    /// Whether any ExternalSecret failed.
+    pub failed: bool,
+}
+
+/// Renders the ExternalSecrets of the given files.
+pub async fn render(args: &Args) -> anyhow::Result<Output> {
+    let mut out = Output::default();
     let mut objects = Vec::new();
     for f in collect(&args.files)? {
         objects.extend(documents(&f)?);
@@ -177,7 +203,6 @@ async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
         transformer: templates.transformer(),
     };
     let now = chrono::Utc::now();
-    let mut failed = false;
     let mut printed = 0;
     for es in &externals {
         let id = format!(
@@ -188,7 +213,9 @@ async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
         let view = es_view(es, None);
         let data = match fetch(&env, es).await {
             Fetched::Skip => {
-                eprintln!("{id}: skipped (its store belongs to another controller class)");
+                out.messages.push(format!(
+                    "{id}: skipped (its store belongs to another controller class)"
+                ));
                 continue;
             }
             Fetched::Data(d) => d,
@@ -212,8 +239,8 @@ async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
                     .ready()
                     .map(|c| c.message.clone())
                     .unwrap_or_default();
-                eprintln!("error: {id}: {msg}: {e}");
-                failed = true;
+                out.messages.push(format!("error: {id}: {msg}: {e}"));
+                out.failed = true;
                 continue;
             }
             Outcome::Done => {}
@@ -222,7 +249,8 @@ async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
             SecretWrite::Create(s) | SecretWrite::Update(s) => Some((**s).clone()),
             SecretWrite::None => match (view.creation, target) {
                 (plan::CreationPolicy::None, _) => {
-                    eprintln!("{id}: creationPolicy=None, no Secret is written");
+                    out.messages
+                        .push(format!("{id}: creationPolicy=None, no Secret is written"));
                     None
                 }
                 (_, Some(t)) => Some(t.clone()),
@@ -232,12 +260,14 @@ async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
                         .ready()
                         .map(|c| c.message.clone())
                         .unwrap_or_default();
-                    eprintln!("{id}: no Secret: {reason}");
+                    out.messages.push(format!("{id}: no Secret: {reason}"));
                     None
                 }
             },
             SecretWrite::Delete(_) => {
-                eprintln!("{id}: the Secret would be deleted (deletionPolicy=Delete, no data)");
+                out.messages.push(format!(
+                    "{id}: the Secret would be deleted (deletionPolicy=Delete, no data)"
+                ));
                 None
             }
         };
@@ -262,15 +292,102 @@ async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
                 o.insert("kind".into(), "Secret".into());
             }
             if printed > 0 {
-                println!("---");
+                out.yaml.push_str("---\n");
             }
-            print!("{}", serde_yaml_ng::to_string(&v)?);
+            out.yaml.push_str(&serde_yaml_ng::to_string(&v)?);
             printed += 1;
         }
     }
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn args(files: Vec<PathBuf>) -> Args {
+        Args {
+            files,
+            controller_class: "default".into(),
+        }
+    }
+
+    fn secrets(yaml: &str) -> Vec<Secret> {
+        serde_yaml_ng::Deserializer::from_str(yaml)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect()
+    }
+
+    fn value(s: &Secret, k: &str) -> String {
+        String::from_utf8(s.data.as_ref().unwrap()[k].0.clone()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn renders_the_examples() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let out = render(&args(vec![dir])).await.unwrap();
+        assert!(!out.failed, "{:?}", out.messages);
+        let s = secrets(&out.yaml);
+        let by_name = |n: &str| {
+            s.iter()
+                .find(|x| x.metadata.name.as_deref() == Some(n))
+                .unwrap()
+        };
+        assert_eq!(
+            value(by_name("db-credentials"), "dsn"),
+            "postgres://app:demo-db-password@db.demo.svc:5432/app"
+        );
+        assert_eq!(
+            value(by_name("team-keys"), "alpha-api-key"),
+            "demo-alpha-key"
+        );
+        assert_eq!(
+            value(by_name("app-config"), "password"),
+            "demo-source-password"
+        );
+        let labels = by_name("db-credentials").metadata.labels.clone().unwrap();
+        assert_eq!(labels["reconcile.external-secrets.io/managed"], "true");
+        assert!(
+            by_name("db-credentials")
+                .metadata
+                .owner_references
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_name_the_external_secret_and_fail() {
+        let dir = std::env::temp_dir().join(format!("esr-render-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("m.yaml"),
+            r#"
+apiVersion: external-secrets.io/v1
+kind: SecretStore
+metadata: {name: s, namespace: ns}
+spec: {provider: {fake: {data: [{key: a, value: top-secret-value}]}}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: broken, namespace: ns}
+spec:
+  secretStoreRef: {name: s}
+  data: [{secretKey: k, remoteRef: {key: missing}}]
+"#,
+        )
+        .unwrap();
+        let out = render(&args(vec![dir.clone()])).await.unwrap();
+        assert!(out.failed);
+        assert_eq!(
+            out.messages,
+            vec![
+                "error: ExternalSecret ns/broken: could not get secret data from provider: error processing spec.data[0] (key: missing), err: Secret does not exist"
+                    .to_string()
+            ]
+        );
+        assert!(out.yaml.is_empty());
+        assert!(!out.messages.concat().contains("top-secret-value"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
