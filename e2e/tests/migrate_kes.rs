@@ -203,9 +203,11 @@ spec:
         team: "<%= JSON.parse(data.meta).team %>"
     stringData:
       url: "postgres://<%= data.username %>:<%= data['password'] %>@db"
+      upper: "<%= data.username.toUpperCase() %>"
     data:
       token: "<%= Buffer.from(data.password).toString('base64') %>"
       static: aGVsbG8=
+      raw: "<%= data.b64 %>"
 ---
 apiVersion: kubernetes-client.io/v1
 kind: ExternalSecret
@@ -272,7 +274,7 @@ async fn converted_manifests_produce_the_kes_secrets() {
             json!([
                 {"key": "app/db", "value": "{\"username\":\"admin\",\"password\":\"s3cr3t\"}"},
                 {"key": "app/db", "version": "AWSPREVIOUS", "value": "{\"username\":\"admin\",\"password\":\"old\"}"},
-                {"key": "app/extra", "value": "{\"meta\":\"{\\\"team\\\":\\\"blue\\\"}\",\"extra\":\"x1\"}"},
+                {"key": "app/extra", "value": "{\"meta\":\"{\\\"team\\\":\\\"blue\\\"}\",\"extra\":\"x1\",\"b64\":\"aGVsbG8=\"}"},
                 {"key": "app/cert", "value": "aGk="}
             ])
         } else if p["vault"]["path"] == "secret" {
@@ -303,6 +305,9 @@ async fn converted_manifests_produce_the_kes_secrets() {
             ("url", "postgres://admin:s3cr3t@db"),
             ("token", "s3cr3t"),
             ("static", "hello"),
+            ("upper", "ADMIN"),
+            ("b64", "aGVsbG8="),
+            ("raw", "hello"),
         ],
     )
     .await;
@@ -363,4 +368,66 @@ async fn takeover_merge_keeps_the_existing_secret() {
     .await;
     // Merge never takes ownership.
     assert!(s.metadata.owner_references.unwrap_or_default().is_empty());
+}
+
+#[test]
+fn exit_codes_and_stdout_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = esr_binary().unwrap();
+    // A KES object that cannot be converted is reported, not an input error.
+    let ali = tmp.path().join("ali.yaml");
+    std::fs::write(
+        &ali,
+        "apiVersion: kubernetes-client.io/v1\nkind: ExternalSecret\nmetadata:\n  name: a\nspec:\n  backendType: alicloudSecretsManager\n  data:\n    - key: k\n      name: k\n---\napiVersion: kubernetes-client.io/v1\nkind: ExternalSecret\nmetadata:\n  name: b\n  namespace: n\nspec:\n  backendType: secretsManager\n  region: eu-west-1\n  data:\n    - key: k\n      name: k\n",
+    )
+    .unwrap();
+    let out = Command::new(&bin)
+        .args(["migrate", "kes", "-f"])
+        .arg(&ali)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("not converted: ExternalSecret a ("),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("converted: ExternalSecret n/b ("),
+        "{stderr}"
+    );
+    // stdout: the store first, then the ExternalSecret; no output for the rejected object.
+    let docs = esr_migrate_docs(&stdout);
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ClusterSecretStore", "ExternalSecret"], "{stdout}");
+    assert_eq!(docs[1]["metadata"]["name"], "b");
+
+    // Invalid YAML and a missing file are input errors: exit 1, the valid file still converted.
+    let bad = tmp.path().join("bad.yaml");
+    std::fs::write(&bad, "kind: [unclosed\n").unwrap();
+    let out = Command::new(&bin)
+        .args(["migrate", "kes", "-f"])
+        .arg(&bad)
+        .arg(&ali)
+        .arg(tmp.path().join("missing.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: ") && stderr.contains("bad.yaml"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("missing.yaml"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("kind: ExternalSecret"));
+
+    // An invalid option is an input error too.
+    let out = Command::new(&bin)
+        .args(["migrate", "kes", "--refresh-interval", "soon", "-f"])
+        .arg(&ali)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--refresh-interval"));
 }
