@@ -74,8 +74,8 @@ impl TokenEntry {
         })
     }
 
-    fn needs_refresh(&self) -> bool {
-        !self.ttl.is_zero() && self.obtained.elapsed() >= self.ttl * 2 / 3
+    fn needs_refresh(&self, fraction: f64) -> bool {
+        !self.ttl.is_zero() && self.obtained.elapsed() >= self.ttl.mul_f64(fraction)
     }
 
     fn expired(&self) -> bool {
@@ -90,6 +90,7 @@ pub struct Session {
     auth: VaultAuth,
     owned: std::sync::Mutex<Arc<Owned>>,
     token: Mutex<Option<TokenEntry>>,
+    refresh_fraction: f64,
 }
 
 impl std::fmt::Debug for Session {
@@ -130,6 +131,7 @@ impl Session {
         transport_cfg: TransportConfig,
         spec: &VaultSpec,
         owned: Owned,
+        refresh_fraction: f64,
     ) -> Self {
         Session {
             transport,
@@ -137,6 +139,7 @@ impl Session {
             auth: spec.auth.clone().unwrap_or_default(),
             owned: std::sync::Mutex::new(Arc::new(owned)),
             token: Mutex::new(None),
+            refresh_fraction,
         }
     }
 
@@ -167,7 +170,7 @@ impl Session {
     pub async fn token(&self) -> Result<String> {
         let mut g = self.token.lock().await;
         if let Some(entry) = g.as_ref() {
-            if !entry.needs_refresh() {
+            if !entry.needs_refresh(self.refresh_fraction) {
                 return Ok(entry.token.clone());
             }
             if entry.renewable && !entry.expired() {

@@ -40,10 +40,32 @@ pub const PROVIDER_KEY: &str = "vault";
 
 /// The `vault` provider. Keeps one login session per store identity + auth configuration (and,
 /// for referent ClusterSecretStores, per ExternalSecret namespace), plus generator lease state.
-#[derive(Default)]
 pub struct VaultProvider {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     leases: generator::LeaseStates,
+    options: VaultOptions,
+}
+
+/// Provider options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VaultOptions {
+    /// Fraction of a token's TTL after which it is renewed (or replaced by a new login when not
+    /// renewable). Default 2/3; 0 renews on every use (tests).
+    pub token_refresh_fraction: f64,
+}
+
+impl Default for VaultOptions {
+    fn default() -> Self {
+        VaultOptions {
+            token_refresh_fraction: 2.0 / 3.0,
+        }
+    }
+}
+
+impl Default for VaultProvider {
+    fn default() -> Self {
+        Self::with_options(VaultOptions::default())
+    }
 }
 
 impl std::fmt::Debug for VaultProvider {
@@ -187,6 +209,15 @@ impl VaultProvider {
         Self::default()
     }
 
+    /// A provider with these options.
+    pub fn with_options(options: VaultOptions) -> Self {
+        VaultProvider {
+            sessions: Mutex::new(HashMap::new()),
+            leases: generator::LeaseStates::default(),
+            options,
+        }
+    }
+
     /// Number of cached login sessions.
     pub fn session_count(&self) -> usize {
         self.sessions.lock().map(|s| s.len()).unwrap_or(0)
@@ -227,6 +258,7 @@ impl VaultProvider {
             cfg,
             spec,
             auth::Owned::from_ctx(ctx),
+            self.options.token_refresh_fraction.clamp(0.0, 1.0),
         ));
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(key, session.clone());

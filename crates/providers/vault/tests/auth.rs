@@ -347,3 +347,77 @@ async fn headers_namespace_index_and_forwarding_are_sent() {
     assert_eq!(h1["x-vault-index"], "idx-1");
     assert_eq!(seen[2].1["x-vault-index"], "idx-2");
 }
+
+#[tokio::test]
+async fn tokens_are_renewed_when_due_or_replaced_when_not_renewable() {
+    let Some(bao) = bao() else { return };
+    let (mount, policy) = seeded(&bao).await;
+    let ar = unique("approle");
+    bao.enable_auth(&ar, "approle").await;
+    // service tokens are renewable; batch tokens are not
+    for (role, extra) in [
+        ("svc", json!({"token_type": "service"})),
+        ("batch", json!({"token_type": "batch"})),
+    ] {
+        let mut body =
+            json!({"token_policies": [policy], "token_ttl": "1h", "token_max_ttl": "2h"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        bao.api("POST", &format!("auth/{ar}/role/{role}"), Some(body))
+            .await;
+    }
+    let ids = |role: &'static str| {
+        let bao = &bao;
+        let ar = ar.clone();
+        async move {
+            let r = bao
+                .api("GET", &format!("auth/{ar}/role/{role}/role-id"), None)
+                .await["data"]["role_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let sid = bao
+                .api(
+                    "POST",
+                    &format!("auth/{ar}/role/{role}/secret-id"),
+                    Some(json!({})),
+                )
+                .await["data"]["secret_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            (r, sid)
+        }
+    };
+    // Refresh on every use (fraction 0), so the policy is visible without waiting.
+    let opts = esr_provider_vault::VaultOptions {
+        token_refresh_fraction: 0.0,
+    };
+    for (role, renewable) in [("svc", true), ("batch", false)] {
+        let (role_id, secret_id) = ids(role).await;
+        let h = Harness {
+            provider: esr_provider_vault::VaultProvider::with_options(opts),
+            ..Default::default()
+        };
+        h.kube
+            .add_secret(secret("ns", "ar", &[("sid", &secret_id)]));
+        let st = store(json!({
+            "server": bao.addr, "path": mount,
+            "auth": {"appRole": {"path": ar, "roleId": role_id, "secretRef": {"name": "ar", "key": "sid"}}}
+        }));
+        assert_eq!(read_pw(&h, &st).await, "s3cret");
+        assert_eq!(read_pw(&h, &st).await, "s3cret");
+        if renewable {
+            assert_eq!(
+                h.recorder.count("Login"),
+                1,
+                "{role}: renewed, not re-logged"
+            );
+            assert!(h.recorder.count("RenewSelf") >= 2, "{role}");
+        } else {
+            assert!(h.recorder.count("Login") >= 2, "{role}: logged in again");
+            assert_eq!(h.recorder.count("RenewSelf"), 0, "{role}");
+        }
+    }
+}

@@ -523,3 +523,73 @@ async fn stopped_server_is_an_error() {
     assert!(e.message().contains("cannot reach Vault"), "{e}");
     assert!(matches!(c.validate().await, ValidationResult::Error(_)));
 }
+
+#[tokio::test]
+async fn sealed_server_is_an_error() {
+    let Some(_bao) = bao() else { return };
+    let Ok(bin) = std::env::var("ESR_TEST_BAO_BIN") else {
+        println!("skipped: ESR_TEST_BAO_BIN not set");
+        return;
+    };
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("http://127.0.0.1:{port}");
+    let mut child = std::process::Command::new(bin)
+        .args(["server", "-dev", "-dev-root-token-id=root"])
+        .arg(format!("-dev-listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let mut up = false;
+    for _ in 0..300 {
+        if http
+            .get(format!("{addr}/v1/sys/health"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(up, "second bao dev server did not start");
+    let h = Harness::new();
+    h.kube.add_secret(secret("ns", "t", &[("token", "root")]));
+    let st = store(json!({"server": addr, "path": "secret",
+                          "auth": {"tokenSecretRef": {"name": "t", "key": "token"}}}));
+    let c = h.client(&st).await.unwrap();
+    http.post(format!("{addr}/v1/secret/data/app"))
+        .header("x-vault-token", "root")
+        .json(&json!({"data": {"k": "v"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        s(&c.get_secret(&SecretRef::new("app").with_property("k"))
+            .await
+            .unwrap()),
+        "v"
+    );
+    let sealed = http
+        .put(format!("{addr}/v1/sys/seal"))
+        .header("x-vault-token", "root")
+        .send()
+        .await
+        .unwrap();
+    assert!(sealed.status().is_success());
+    let e = c.get_secret(&SecretRef::new("app")).await.unwrap_err();
+    let v = c.validate().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(e.kind(), ErrorKind::Transient, "{e}");
+    assert!(e.message().contains("sealed"), "{e}");
+    match v {
+        ValidationResult::Error(m) => assert!(m.contains("sealed"), "{m}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
