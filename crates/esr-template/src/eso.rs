@@ -27,8 +27,8 @@
 //! function errors that may quote their input are withheld), and every provider
 //! value is additionally scrubbed from the final message.
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use base64::Engine as _;
 use esr_api::v1::{
@@ -135,10 +135,37 @@ fn redacting() -> ExecOptions {
 /// ESO's `unable to parse/execute template at key …`.
 fn execute(name: &str, text: &str, data: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, String> {
     let funcs = eso_funcs();
-    let t = Template::parse(name, text, funcs)
+    let t = parse_cached(name, text)
         .map_err(|e| format!("unable to parse template at key {name}: {e}"))?;
     t.execute_data(funcs, data, &redacting())
         .map_err(|e| format!("unable to execute template at key {name}: {e}"))
+}
+
+/// Parsed templates by (name, text): the controller renders the same templates
+/// on every refresh. Bounded; cleared when full.
+fn parse_cached(name: &str, text: &str) -> Result<Arc<Template>, crate::parse::ParseError> {
+    type Cache = Mutex<HashMap<(String, String), Arc<Template>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    const MAX_ENTRIES: usize = 2048;
+    const MAX_TEXT: usize = 64 * 1024;
+    let cache = CACHE.get_or_init(Cache::default);
+    let key = (name.to_string(), text.to_string());
+    if let Some(t) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(t.clone());
+    }
+    let t = Arc::new(Template::parse(name, text, eso_funcs())?);
+    if text.len() <= MAX_TEXT {
+        let mut c = cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if c.len() >= MAX_ENTRIES {
+            c.clear();
+        }
+        c.insert(key, t.clone());
+    }
+    Ok(t)
 }
 
 /// Where rendered values go.

@@ -63,7 +63,7 @@ impl ItemType {
 pub(crate) struct Item {
     pub typ: ItemType,
     pub pos: usize,
-    pub val: String,
+    pub val: std::rc::Rc<str>,
     pub line: usize,
 }
 
@@ -225,7 +225,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: t,
             pos: self.start,
-            val,
+            val: val.into(),
             line: self.start_line,
         });
         self.start = self.pos;
@@ -242,7 +242,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: msg,
+            val: msg.into(),
             line: self.start_line,
         });
         self.start = 0;
@@ -297,7 +297,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Eof,
             pos: self.pos,
-            val: String::new(),
+            val: "".into(),
             line: self.line,
         });
         State::Done
@@ -669,18 +669,20 @@ mod tests {
     #[test]
     fn trim() {
         let items = Lexer::lex("a  {{- .x -}}  b");
-        assert_eq!(items[0].val, "a");
-        assert_eq!(items[items.len() - 2].val, "b");
+        assert_eq!(&*items[0].val, "a");
+        assert_eq!(&*items[items.len() - 2].val, "b");
         let items = Lexer::lex("x {{- /* c */ -}} y");
-        assert_eq!(
-            items.iter().map(|i| i.val.as_str()).collect::<String>(),
-            "xy"
-        );
+        assert_eq!(items.iter().map(|i| &*i.val).collect::<String>(), "xy");
     }
 
     #[test]
     fn errors() {
-        let e = |s: &str| Lexer::lex(s).pop().map(|i| i.val).unwrap_or_default();
+        let e = |s: &str| {
+            Lexer::lex(s)
+                .pop()
+                .map(|i| i.val.to_string())
+                .unwrap_or_default()
+        };
         assert_eq!(e("{{ .user"), "unclosed action");
         assert_eq!(e("{{/* x }}"), "unclosed comment");
         assert_eq!(e("{{ \"abc }}"), "unterminated quoted string");

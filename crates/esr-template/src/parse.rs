@@ -814,7 +814,7 @@ impl<'f> Parser<'f> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let token = self.next_non_space();
         match token.typ {
-            ItemType::Text => Ok(Parsed::Node(Node::Text(token.val))),
+            ItemType::Text => Ok(Parsed::Node(Node::Text(token.val.to_string()))),
             ItemType::LeftDelim => {
                 self.action_line = token.line;
                 let r = self.action();
@@ -1018,14 +1018,14 @@ impl<'f> Parser<'f> {
                 ItemType::Assign | ItemType::Declare => {
                     pipe.is_assign = next.typ == ItemType::Assign;
                     self.next_non_space();
-                    pipe.decl.push(v.val.clone());
-                    self.vars.push(v.val.clone());
+                    pipe.decl.push(v.val.to_string());
+                    self.vars.push(v.val.to_string());
                     break 'decls;
                 }
-                ItemType::Char if next.val == "," => {
+                ItemType::Char if &*next.val == "," => {
                     self.next_non_space();
-                    pipe.decl.push(v.val.clone());
-                    self.vars.push(v.val.clone());
+                    pipe.decl.push(v.val.to_string());
+                    self.vars.push(v.val.to_string());
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
@@ -1173,7 +1173,7 @@ impl<'f> Parser<'f> {
                 }
                 Arg::Identifier {
                     pos: token.pos,
-                    name: token.val,
+                    name: token.val.to_string(),
                 }
             }
             ItemType::Dot => Arg::Dot { pos: token.pos },
@@ -1197,7 +1197,7 @@ impl<'f> Parser<'f> {
             },
             ItemType::Bool => Arg::Bool {
                 pos: token.pos,
-                val: token.val == "true",
+                val: &*token.val == "true",
             },
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 let num = Number::new(&token.val, token.typ).map_err(|e| self.errorf(e))?;
@@ -1213,7 +1213,7 @@ impl<'f> Parser<'f> {
                 let s = unquote(&token.val).map_err(|e| self.errorf(e))?;
                 Arg::Str {
                     pos: token.pos,
-                    quoted: token.val,
+                    quoted: token.val.to_string(),
                     text: s,
                 }
             }
