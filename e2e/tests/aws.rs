@@ -49,6 +49,15 @@ fn sm_call(endpoint: &str, target: &str, body: &str) {
     );
 }
 
+fn http_get(addr: &str, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
 /// The esr binary next to this test's target directory (built by the workspace test run), or
 /// built on demand.
 fn esr_bin() -> PathBuf {
@@ -312,6 +321,23 @@ async fn controller_scenario() {
         ],
     )
     .await;
+    // Every AWS call is counted with ESO's metric and labels.
+    let metrics = http_get(esr.metrics_addr.as_deref().unwrap(), "/metrics");
+    let sm_lines: Vec<&str> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("externalsecret_provider_api_calls_count")
+                && l.contains(r#"provider="AWS/SecretsManager""#)
+        })
+        .collect();
+    assert!(
+        sm_lines.iter().any(|l| l.contains(r#"status="success""#)),
+        "{metrics}"
+    );
+    assert!(
+        sm_lines.iter().any(|l| l.contains(r#"call="ListSecrets""#)),
+        "{metrics}"
+    );
     // Values never reach the controller's logs.
     let logs = esr.logs();
     assert!(!logs.contains("just-text"), "{logs}");
