@@ -12,5 +12,6 @@ pub fn registry() -> ProviderRegistry {
     r.register(Arc::new(
         esr_provider_aws::AwsSecretsManagerProvider::from_env(),
     ));
+    r.register(Arc::new(esr_provider_vault::VaultProvider::new()));
     r
 }

@@ -1,0 +1,285 @@
+//! Vault/OpenBao end to end: `esr controller` against esr-testkit plus a real OpenBao dev server
+//! (ClusterSecretStore with AppRole, ExternalSecrets, rotation picked up), and `esr render`
+//! against OpenBao. Run with `scripts/test-servers.sh cargo nextest run -p esr-e2e --test vault`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod es_support;
+
+use std::process::Command;
+
+use es_support::*;
+use esr_e2e::{Env, esr_binary};
+use serde_json::{Value, json};
+
+struct Bao {
+    addr: String,
+    token: String,
+}
+
+fn bao() -> Option<Bao> {
+    match std::env::var("ESR_TEST_VAULT_ADDR") {
+        Ok(addr) if !addr.is_empty() => Some(Bao {
+            addr,
+            token: std::env::var("ESR_TEST_VAULT_TOKEN").unwrap_or_else(|_| "root".into()),
+        }),
+        _ => {
+            if std::env::var("ESR_REQUIRE_SERVERS").as_deref() == Ok("1") {
+                panic!("ESR_TEST_VAULT_ADDR is not set but ESR_REQUIRE_SERVERS=1");
+            }
+            println!("skipped: ESR_TEST_VAULT_ADDR is not set (run under scripts/test-servers.sh)");
+            None
+        }
+    }
+}
+
+impl Bao {
+    /// One admin call with the root token, through curl (keeps e2e free of an HTTP client dep).
+    fn api(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let mut cmd = Command::new("curl");
+        cmd.args(["-sS", "-f", "-X", method, "-H"])
+            .arg(format!("X-Vault-Token: {}", self.token))
+            .arg(format!("{}/v1/{path}", self.addr));
+        if let Some(b) = body {
+            cmd.args(["-H", "Content-Type: application/json", "-d"])
+                .arg(b.to_string());
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{method} {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.stdout.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&out.stdout).unwrap()
+        }
+    }
+
+    /// A KV v2 mount, a read policy and an AppRole role; returns (mount, approle path, role_id, secret_id).
+    fn setup(&self, run: &str) -> (String, String, String, String) {
+        let mount = format!("kv{run}");
+        let ar = format!("approle{run}");
+        self.api(
+            "POST",
+            &format!("sys/mounts/{mount}"),
+            Some(json!({"type": "kv", "options": {"version": "2"}})),
+        );
+        self.api(
+            "PUT",
+            &format!("sys/policies/acl/{mount}-read"),
+            Some(json!({"policy": format!(
+                "path \"{mount}/data/*\" {{ capabilities = [\"read\"] }}\npath \"{mount}/metadata/*\" {{ capabilities = [\"read\", \"list\"] }}"
+            )})),
+        );
+        self.api(
+            "POST",
+            &format!("sys/auth/{ar}"),
+            Some(json!({"type": "approle"})),
+        );
+        self.api(
+            "POST",
+            &format!("auth/{ar}/role/esr"),
+            Some(json!({"token_policies": [format!("{mount}-read")], "token_ttl": "1h"})),
+        );
+        let role_id =
+            self.api("GET", &format!("auth/{ar}/role/esr/role-id"), None)["data"]["role_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        let secret_id = self.api(
+            "POST",
+            &format!("auth/{ar}/role/esr/secret-id"),
+            Some(json!({})),
+        )["data"]["secret_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (mount, ar, role_id, secret_id)
+    }
+
+    fn put(&self, mount: &str, key: &str, data: Value) {
+        self.api(
+            "POST",
+            &format!("{mount}/data/{key}"),
+            Some(json!({"data": data})),
+        );
+    }
+}
+
+fn run_id() -> String {
+    format!("{:08x}", rand::random::<u32>())
+}
+
+fn vault_css(name: &str, bao: &Bao, mount: &str, ar: &str, role_id: &str, ns: &str) -> Value {
+    json!({
+        "apiVersion": "external-secrets.io/v1", "kind": "ClusterSecretStore",
+        "metadata": {"name": name},
+        "spec": {"provider": {"vault": {
+            "server": bao.addr, "path": mount, "version": "v2",
+            "auth": {"appRole": {"path": ar, "roleId": role_id,
+                                 "secretRef": {"name": "approle", "key": "secret-id", "namespace": ns}}}
+        }}}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_syncs_from_openbao_with_approle_and_picks_up_rotation() {
+    let Some(bao) = bao() else { return };
+    let run = run_id();
+    let (mount, ar, role_id, secret_id) = bao.setup(&run);
+    bao.put(&mount, "app/db", json!({"user": "alice", "pass": "v1"}));
+    bao.put(&mount, "app/cache", json!({"token": "t1"}));
+
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("vault").await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "approle"},
+               "stringData": {"secret-id": secret_id}}),
+    )
+    .await;
+    let store = format!("vault-{run}");
+    apply(
+        &env,
+        "",
+        vault_css(&store, &bao, &mount, &ar, &role_id, &ns),
+    )
+    .await;
+    wait_condition(&env, "ClusterSecretStore", "", &store, "True", "Valid").await;
+    apply(
+        &env,
+        &ns,
+        es(
+            "db",
+            json!({
+                "refreshInterval": "1s",
+                "secretStoreRef": {"kind": "ClusterSecretStore", "name": store},
+                "target": {"name": "db"},
+                "data": [{"secretKey": "username", "remoteRef": {"key": "app/db", "property": "user"}}],
+                "dataFrom": [{"extract": {"key": "app/db"}}, {"find": {"path": "app", "name": {"regexp": "cache"}}}]
+            }),
+        ),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "db",
+        &[
+            ("username", "alice"),
+            ("user", "alice"),
+            ("pass", "v1"),
+            ("app_cache", r#"{"token":"t1"}"#),
+        ],
+    )
+    .await;
+    wait_condition(&env, "ExternalSecret", &ns, "db", "True", "SecretSynced").await;
+
+    // Rotation in OpenBao is picked up on the next refresh.
+    bao.put(&mount, "app/db", json!({"user": "alice", "pass": "v2"}));
+    wait_secret_data(
+        &env,
+        &ns,
+        "db",
+        &[
+            ("username", "alice"),
+            ("user", "alice"),
+            ("pass", "v2"),
+            ("app_cache", r#"{"token":"t1"}"#),
+        ],
+    )
+    .await;
+
+    // A store with a wrong AppRole secret-id is not Ready.
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "approle-bad"},
+               "stringData": {"secret-id": "wrong"}}),
+    )
+    .await;
+    let mut bad = vault_css(&format!("bad-{run}"), &bao, &mount, &ar, &role_id, &ns);
+    bad["spec"]["provider"]["vault"]["auth"]["appRole"]["secretRef"]["name"] = json!("approle-bad");
+    apply(&env, "", bad).await;
+    let st = wait_condition(
+        &env,
+        "ClusterSecretStore",
+        "",
+        &format!("bad-{run}"),
+        "False",
+        "InvalidProviderConfig",
+    )
+    .await;
+    assert!(!st.to_string().contains("wrong"), "credential leaked: {st}");
+    env.cleanup().await.unwrap();
+}
+
+#[test]
+fn render_against_openbao() {
+    let Some(bao) = bao() else { return };
+    let run = run_id();
+    let (mount, ar, role_id, secret_id) = bao.setup(&run);
+    bao.put(
+        &mount,
+        "svc/api",
+        json!({"key": "k1", "nested": {"a": "b"}}),
+    );
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: approle, namespace: esr-system}}
+stringData: {{secret-id: "{secret_id}"}}
+---
+apiVersion: external-secrets.io/v1
+kind: ClusterSecretStore
+metadata: {{name: bao}}
+spec:
+  provider:
+    vault:
+      server: "{addr}"
+      path: {mount}
+      auth:
+        appRole:
+          path: {ar}
+          roleId: "{role_id}"
+          secretRef: {{name: approle, key: secret-id, namespace: esr-system}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {{name: api, namespace: default}}
+spec:
+  secretStoreRef: {{kind: ClusterSecretStore, name: bao}}
+  target: {{name: api}}
+  data:
+    - secretKey: key
+      remoteRef: {{key: svc/api, property: key}}
+    - secretKey: a
+      remoteRef: {{key: svc/api, property: nested.a}}
+"#,
+        addr = bao.addr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("manifest.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let out = Command::new(esr_binary().unwrap())
+        .args(["render", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "esr render failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // base64("k1") = "azE=", base64("b") = "Yg=="
+    assert!(stdout.contains("key: azE="), "{stdout}");
+    assert!(stdout.contains("a: Yg=="), "{stdout}");
+    assert!(
+        !stdout.contains(&secret_id),
+        "secret-id leaked into the output"
+    );
+}
