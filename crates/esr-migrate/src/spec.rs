@@ -706,7 +706,7 @@ impl BackendConv {
                     ctx.error("backendType azureKeyVault needs spec.keyVaultName");
                     return None;
                 };
-                ctx.note("Azure authentication: workload identity with the ServiceAccount (KES used AZURE_CLIENT_ID/AZURE_CLIENT_SECRET/AZURE_TENANT_ID env vars): annotate it with azure.workload.identity/client-id and federate it");
+                ctx.note("Azure authentication: workload identity with the ServiceAccount (KES used AZURE_CLIENT_ID/AZURE_CLIENT_SECRET/AZURE_TENANT_ID env vars): annotate it with azure.workload.identity/client-id (and tenant-id) and federate it");
                 provider.azurekv = Some(AzureKvProvider {
                     auth_type: Some(AzureAuthType::WorkloadIdentity),
                     vault_url: format!("https://{kv}.vault.azure.net"),
@@ -1134,6 +1134,13 @@ fn translate_map(
         if lodash::has_template_syntax(k) {
             ctx.warn(format!(
                 "{field}: the key {k:?} is a template expression: dropped"
+            ));
+            continue;
+        }
+        let is_data = field.ends_with(".data") || field.ends_with(".stringData");
+        if is_data && !is_secret_key(k) {
+            ctx.warn(format!(
+                "{field}: the key {k:?} is not a valid Secret key (^[-._a-zA-Z0-9]+$): dropped"
             ));
             continue;
         }
