@@ -244,15 +244,23 @@ fn yaml_string_map(b: &[u8]) -> Result<BTreeMap<String, String>, String> {
     if text.trim().is_empty() {
         return Ok(BTreeMap::new());
     }
-    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
-        // serde_yaml's message can quote document text: keep only its location
-        match e.location() {
-            Some(l) => format!(
-                "error converting YAML to JSON: yaml: line {}: invalid YAML",
-                l.line()
-            ),
-            None => "error converting YAML to JSON: yaml: invalid YAML".to_string(),
-        }
+    // like sigs.k8s.io/yaml, only the first document counts
+    let first = serde_yaml_ng::Deserializer::from_str(&text).next();
+    let mut v: serde_yaml_ng::Value = match first {
+        None => serde_yaml_ng::Value::Null,
+        Some(de) => <serde_yaml_ng::Value as serde::Deserialize>::deserialize(de).map_err(|e| {
+            // serde_yaml's message can quote document text: keep only its location
+            match e.location() {
+                Some(l) => format!(
+                    "error converting YAML to JSON: yaml: line {}: invalid YAML",
+                    l.line()
+                ),
+                None => "error converting YAML to JSON: yaml: invalid YAML".to_string(),
+            }
+        })?,
+    };
+    v.apply_merge().map_err(|_| {
+        "error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".to_string()
     })?;
     let kind = |v: &serde_yaml_ng::Value| match v {
         serde_yaml_ng::Value::Bool(_) => "bool",
@@ -487,6 +495,10 @@ mod tests {
         assert!(yaml_string_map(b"a: 1").is_err());
         assert!(yaml_string_map(b"- a").is_err());
         assert_eq!(yaml_string_map(b"  \n").unwrap_or_default().len(), 0);
+        let m = yaml_string_map(b"a: x\n---\nb: y\n").unwrap_or_default();
+        assert_eq!(m.keys().collect::<Vec<_>>(), vec!["a"]);
+        let m = yaml_string_map(b"base: &b {x: \"1\"}\nm:\n  <<: *b\n").map(|m| m.len());
+        assert!(m.is_err(), "a nested map is not a string value");
     }
 
     #[test]
