@@ -26,7 +26,7 @@ cargo build -q -p esr -p esr-testkit
 cargo build -q -p esr-controller --example demo_tool
 t_build=$(( $(date +%s) - t0 ))
 echo "    build: ${t_build}s"
-bin="$root/target/debug"
+bin="${CARGO_TARGET_DIR:-$root/target}/debug"
 tool="$bin/examples/demo_tool"
 
 echo "==> starting esr-testkit (local Kubernetes API server)"

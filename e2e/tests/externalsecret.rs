@@ -407,3 +407,38 @@ async fn http_get(addr: &str, path: &str) -> String {
     .await
     .unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_one_active_and_failover() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("leader").await.unwrap();
+    let args = ["--enable-leader-election", "--leader-election-namespace", ns.as_str()];
+    let mut first = env.start_esr(&args).unwrap();
+    apply(&env, &ns, foo_bar_store("fake")).await;
+    apply(&env, &ns, foo_bar_es("fake")).await;
+    wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
+    let leases: kube::Api<Lease> = kube::Api::namespaced(env.client(), &ns);
+    let holder = wait_for("lease held", TIMEOUT, || async {
+        leases.get_opt("external-secrets-controller").await.ok().flatten()?.spec?.holder_identity
+    })
+    .await
+    .unwrap();
+    let second = env.start_esr(&args).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(second.logs().contains("waiting for leadership"), "{}", second.logs());
+    assert!(!second.logs().contains("acquired leadership"), "only one leader: {}", second.logs());
+    first.stop();
+    // the lease expires (15 s) and the second instance takes over and reconciles new objects
+    let mut e = foo_bar_es("fake");
+    e["metadata"]["name"] = json!("after-failover");
+    e["spec"]["target"] = json!({"name": "after-failover"});
+    apply(&env, &ns, e).await;
+    wait_for("second instance leads", Duration::from_secs(60), || async {
+        let h = leases.get_opt("external-secrets-controller").await.ok().flatten()?.spec?.holder_identity?;
+        (h != holder).then_some(())
+    })
+    .await
+    .unwrap();
+    wait_secret_data(&env, &ns, "after-failover", &[("foo", "value1"), ("bar", "value2")]).await;
+}

@@ -2,6 +2,7 @@ pub mod controller;
 pub mod convert;
 pub mod fetch;
 pub mod hash;
+pub mod leader;
 pub mod metrics;
 pub mod pipeline;
 pub mod plan;

@@ -187,11 +187,6 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         stopped(stop_rx.clone()),
     ));
 
-    if args.enable_leader_election {
-        warn!(
-            "--enable-leader-election is accepted but leader election is not implemented yet; running as leader"
-        );
-    }
     if (args.client_qps - 50.0).abs() > f32::EPSILON || args.client_burst != 100 {
         info!(
             qps = args.client_qps,
@@ -200,6 +195,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         );
     }
 
+    let lease_client = client.clone();
     let kube_access = Arc::new(KubeClientAccess::with_config(client.clone(), config));
     let templates = Arc::new(esr_controller::template::EsoTemplates::new());
     let runtime = Runtime::new(
@@ -216,13 +212,77 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         let rx = stop_rx.clone();
         async move { stopped(rx).await }
     };
+    let leader = if args.enable_leader_election {
+        let ns = args
+            .leader_election_namespace
+            .clone()
+            .or_else(|| std::env::var("POD_NAMESPACE").ok())
+            .or_else(|| {
+                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                    .ok()
+                    .map(|s| s.trim().to_string())
+            })
+            .unwrap_or_else(|| "default".to_string());
+        let host = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| "esr".to_string());
+        let me = format!("{host}_{:016x}", rand_id());
+        let timings = esr_controller::leader::LeaseTimings::default();
+        info!(lease = %args.leader_election_id, namespace = %ns, identity = %me, "waiting for leadership");
+        let api = tokio::select! {
+            api = esr_controller::leader::acquire(lease_client.clone(), &ns, &args.leader_election_id, &me, timings) => api,
+            _ = shutdown_signal() => {
+                let _ = stop_tx.send(true);
+                let _ = m_srv.await;
+                let _ = l_srv.await;
+                return Ok(());
+            }
+        };
+        Some(tokio::spawn(esr_controller::leader::hold(
+            api,
+            args.leader_election_id.clone(),
+            me,
+            timings,
+        )))
+    } else {
+        None
+    };
     let ctrl = tokio::spawn(runtime.run(shutdown));
-    shutdown_signal().await;
-    info!("shutting down");
+    let lost = async {
+        match leader {
+            Some(h) => {
+                let _ = h.await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    let mut leadership_lost = false;
+    tokio::select! {
+        _ = shutdown_signal() => info!("shutting down"),
+        _ = lost => {
+            warn!("leader election lost, shutting down");
+            leadership_lost = true;
+        }
+    }
     probes.set_ready(false);
     let _ = stop_tx.send(true);
     let _ = ctrl.await;
     let _ = m_srv.await;
     let _ = l_srv.await;
+    if leadership_lost {
+        anyhow::bail!("leader election lost");
+    }
     Ok(())
+}
+
+fn rand_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
 }
