@@ -587,3 +587,62 @@ async fn session_tags_policy_simple_tags_each_namespace() {
     }
     assert_eq!(calls.count("AssumeRole"), 2);
 }
+
+/// `spec.retrySettings` drives the SDK retries: maxRetries is the number of attempts,
+/// retryInterval the delay between them.
+#[tokio::test]
+async fn retry_settings_bound_attempts() {
+    let fake = FakeAws::start(Arc::new(|_r| {
+        (
+            500,
+            serde_json::json!({"__type": "InternalServiceError", "message": "boom"}).to_string(),
+            JSON,
+        )
+    }))
+    .await;
+    let (p, calls) = provider(endpoints(&fake.url), CostOptions::default());
+    let retry = RetrySettings {
+        max_retries: Some(2),
+        retry_interval: Some("10ms".into()),
+    };
+    let c = p
+        .client(
+            &spec_secret_ref("us-east-1"),
+            Some(&retry),
+            &store("st", "ns"),
+            Some("ns"),
+            FakeKube::with_aws_keys("ns"),
+        )
+        .await
+        .unwrap();
+    let e = c
+        .get_secret(&RemoteRef::key("x").version("AWSPREVIOUS"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transient);
+    assert!(
+        e.message.contains("InternalServiceError: boom"),
+        "{}",
+        e.message
+    );
+    // Two attempts on the wire, one call as far as the metric is concerned.
+    assert_eq!(fake.actions().len(), 2);
+    assert_eq!(calls.count("GetSecretValue"), 1);
+
+    // An invalid retryInterval is a clear store error.
+    let bad = RetrySettings {
+        max_retries: None,
+        retry_interval: Some("soon".into()),
+    };
+    let e = p
+        .client(
+            &spec_secret_ref("us-east-1"),
+            Some(&bad),
+            &store("st2", "ns"),
+            Some("ns"),
+            FakeKube::with_aws_keys("ns"),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("invalid duration"), "{}", e.message);
+}
