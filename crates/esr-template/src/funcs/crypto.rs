@@ -338,10 +338,12 @@ fn base_params(
 }
 
 fn make_cert(
-    params: rcgen::CertificateParams,
+    mut params: rcgen::CertificateParams,
     key: &PrivKey,
     signer: Option<(&str, &str)>,
 ) -> Result<CertObj, String> {
+    // Go sets an authority key id only when the issuer differs from the subject.
+    params.use_authority_key_identifier_extension = signer.is_some();
     let kp = rcgen_key(key)?;
     let cert = match signer {
         None => params

@@ -12,6 +12,18 @@
 //! Functions that can produce non-UTF-8 output (`b64dec`, `b32dec`, `hexdec`)
 //! return a `[]byte` value in that case, and the functions that consume binary
 //! input (`pkcs12*`) accept both.
+//!
+//! Libraries: RustCrypto (`rsa`, `p256`/`p384`/`p521`, `ed25519-dalek`, `pkcs8`,
+//! `sha1`/`sha2`, `hmac`, `scrypt`, `aes`+`cbc`, `dsa`), `bcrypt`, `p12-keystore`
+//! (PKCS#12 read/write), `x509-parser` (certificate fields), `rcgen` on
+//! `aws-lc-rs` (certificate signing, fast RSA key generation), `yaml-rust2`
+//! (YAML events; YAML 1.1 typing and go-yaml v2's emitter rules are applied
+//! here), `regex` (RE2-like; Go's ASCII-only `\d`/`\w`/`\s`/`\b` are
+//! translated), `bigdecimal` (shopspring/decimal arithmetic of the `*f`
+//! functions), `chrono`/`chrono-tz` (instants and the tz database; Go's layout
+//! strings are implemented in [`gotime`]). Go-specific formats with no crate
+//! equivalent are implemented here: `net/url`, `encoding/pem`, Go's base64/base32/
+//! hex error texts, spf13/cast, Masterminds/semver, xstrings/goutils.
 
 #![allow(clippy::collapsible_if, clippy::collapsible_match)]
 
