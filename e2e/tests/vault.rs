@@ -283,3 +283,112 @@ spec:
         "secret-id leaked into the output"
     );
 }
+
+/// A private `bao server -dev` this test may stop (the shared one must stay up).
+struct OwnBao {
+    child: std::process::Child,
+    bao: Bao,
+}
+
+impl Drop for OwnBao {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn own_bao() -> Option<OwnBao> {
+    let bin = std::env::var("ESR_TEST_BAO_BIN").ok()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(bin)
+        .args(["server", "-dev", "-dev-root-token-id=root"])
+        .arg(format!("-dev-listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = format!("http://127.0.0.1:{port}");
+    for _ in 0..300 {
+        let ok = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null"])
+            .arg(format!("{addr}/v1/sys/health"))
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Some(OwnBao {
+        child,
+        bao: Bao {
+            addr,
+            token: "root".into(),
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_server_keeps_the_previous_secret() {
+    let Some(_shared) = bao() else { return };
+    let Some(mut own) = own_bao() else {
+        println!("skipped: ESR_TEST_BAO_BIN is not set");
+        return;
+    };
+    own.bao.put("secret", "app", json!({"pw": "v1"}));
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("vault-stop").await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vault-token"},
+               "stringData": {"token": "root"}}),
+    )
+    .await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "external-secrets.io/v1", "kind": "SecretStore",
+               "metadata": {"name": "bao"},
+               "spec": {"provider": {"vault": {"server": own.bao.addr, "path": "secret",
+                        "auth": {"tokenSecretRef": {"name": "vault-token", "key": "token"}}}}}}),
+    )
+    .await;
+    wait_condition(&env, "SecretStore", &ns, "bao", "True", "Valid").await;
+    apply(
+        &env,
+        &ns,
+        es(
+            "app",
+            json!({"refreshInterval": "1s", "secretStoreRef": {"name": "bao"},
+                   "target": {"name": "app"},
+                   "data": [{"secretKey": "pw", "remoteRef": {"key": "app", "property": "pw"}}]}),
+        ),
+    )
+    .await;
+    wait_secret_data(&env, &ns, "app", &[("pw", "v1")]).await;
+    // Stop the server: the ExternalSecret turns Ready=False and the Secret stays as it was.
+    let _ = own.child.kill();
+    let _ = own.child.wait();
+    let es_obj = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "app",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    assert!(
+        !es_obj.to_string().contains("\"root\""),
+        "token leaked: {es_obj}"
+    );
+    let kept = secret(&env, &ns, "app").await.unwrap();
+    assert_eq!(decoded(&kept).get("pw").map(String::as_str), Some("v1"));
+    env.cleanup().await.unwrap();
+}
