@@ -10,7 +10,7 @@ use esr_api::v1::{
     ClusterSecretStore, CreationPolicy, DecodingStrategy, ExternalSecret, ExternalSecretData,
     ExternalSecretDataFromRemoteRef, ExternalSecretDataRemoteRef, ExternalSecretFind,
     ExternalSecretRewrite, ExternalSecretRewriteRegexp, ExternalSecretSpec, ExternalSecretTarget,
-    ExternalSecretTemplate, ExternalSecretTemplateMetadata, SecretStore, SecretStoreKind,
+    ExternalSecretTemplate, ExternalSecretTemplateMetadata, FindName, SecretStore, SecretStoreKind,
     SecretStoreProvider, SecretStoreRef, SecretStoreSpec, ServiceAccountSelector, SourceRef,
     TemplateEngineVersion, TemplateMergePolicy,
 };
@@ -995,12 +995,16 @@ impl BackendConv {
         let recursive = bool_of(entry, "recursive");
         let prefix = format!("{}/", path.trim_end_matches('/'));
         ctx.warn(format!(
-            "{field}.path {path:?} (recursive: {recursive}) became dataFrom find.path with a rewrite stripping {prefix:?} from the key names; ESO's Parameter Store find always recurses and keys of nested parameters keep their '/' (check them), and esr does not implement Parameter Store yet"
+            "{field}.path {path:?} (recursive: {recursive}) became dataFrom find {{path, name.regexp \".*\"}} with a rewrite stripping {prefix:?} from the key names; ESO's Parameter Store find always recurses and keys of nested parameters keep their '/' (check them), and esr does not implement Parameter Store yet"
         ));
         Some(Item::DataFrom(
             ExternalSecretDataFromRemoteRef {
+                // ESO's Parameter Store find needs a name (or tags): path alone is an error.
                 find: Some(ExternalSecretFind {
                     path: Some(path.to_string()),
+                    name: Some(FindName {
+                        regexp: Some(".*".to_string()),
+                    }),
                     ..ExternalSecretFind::default()
                 }),
                 rewrite: Some(vec![ExternalSecretRewrite {
