@@ -305,15 +305,19 @@ fn yaml_string_map(b: &[u8]) -> Result<BTreeMap<String, String>, String> {
 
 /// Scope `KeysAndValues`: the whole text is one template whose output is a YAML
 /// map of keys to values.
+///
+/// ESO names the template after its whole text; for templates stored in a Secret
+/// `name` is `<secret>/<key>` instead, so that errors do not repeat Secret contents.
 fn map_scope_apply(
     out: &mut RenderedSecret,
+    name: &str,
     text: &str,
     data: &BTreeMap<String, Vec<u8>>,
     target: Target,
     decoding: Option<DecodingStrategy>,
 ) -> Result<(), String> {
-    let val = execute(text, text, data)
-        .map_err(|e| format!("unable to execute template at key {text}: {e}"))?;
+    let val = execute(name, text, data)
+        .map_err(|e| format!("unable to execute template at key {name}: {e}"))?;
     let src = yaml_string_map(&val)
         .map_err(|e| format!("could not unmarshal template to 'map[string][]byte': {e}"))?;
     for (k, v) in src {
@@ -355,7 +359,9 @@ fn template_from(
                     let m = BTreeMap::from([(item.key.clone(), val.as_bytes().to_vec())]);
                     value_scope_apply(out, &m, data, target, decoding)?;
                 }
-                TemplateScope::KeysAndValues => map_scope_apply(out, val, data, target, decoding)?,
+                TemplateScope::KeysAndValues => {
+                    map_scope_apply(out, val, val, data, target, decoding)?
+                }
             }
         }
     }
@@ -378,14 +384,19 @@ fn template_from(
                     let m = BTreeMap::from([(item.key.clone(), val.clone())]);
                     value_scope_apply(out, &m, data, target, decoding)?;
                 }
-                TemplateScope::KeysAndValues => {
-                    map_scope_apply(out, &String::from_utf8_lossy(val), data, target, decoding)?
-                }
+                TemplateScope::KeysAndValues => map_scope_apply(
+                    out,
+                    &format!("{}/{}", sec.name, item.key),
+                    &String::from_utf8_lossy(val),
+                    data,
+                    target,
+                    decoding,
+                )?,
             }
         }
     }
     if let Some(lit) = &tf.literal {
-        map_scope_apply(out, lit, data, target, decoding)?;
+        map_scope_apply(out, lit, lit, data, target, decoding)?;
     }
     Ok(())
 }

@@ -277,3 +277,32 @@ fn binary_values_pass_through() {
     assert_eq!(s(&out.data["len"]), "3");
     assert_eq!(s(&out.data["enc"]), "/wBB");
 }
+
+#[test]
+fn secret_sourced_templates_are_not_echoed_in_errors() {
+    // ESO names KeysAndValues templates after their text; a template kept in a
+    // Secret may embed secrets, so the error names it <secret>/<key> instead.
+    let t = tpl(
+        "templateFrom:\n- secret:\n    name: tpls\n    items:\n    - key: kv\n      templateAs: KeysAndValues\n",
+    );
+    let mut sources = TemplateSources::default();
+    sources.secrets.insert(
+        "tpls".into(),
+        BTreeMap::from([(
+            "kv".to_string(),
+            b"inline: hunter2-inline\nk: '{{ .missing }}'\n".to_vec(),
+        )]),
+    );
+    let err = render(Some(&t), &data(&[]), &sources)
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("hunter2-inline"), "{err}");
+    assert!(
+        err.contains("unable to execute template at key tpls/kv"),
+        "{err}"
+    );
+    assert!(
+        err.contains("map has no entry for key \"missing\""),
+        "{err}"
+    );
+}

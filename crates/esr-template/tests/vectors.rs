@@ -90,7 +90,7 @@ fn run(filter: impl Fn(&str) -> bool, label: &str) -> (usize, Vec<String>) {
 
 #[test]
 fn language_vectors() {
-    let (_, failed) = run(|cat| CORE.contains(&cat), "language vectors");
+    let (_, failed) = run(|cat| CORE.contains(&cat), "language");
     assert!(
         failed.is_empty(),
         "{} language vectors failed",
@@ -100,7 +100,7 @@ fn language_vectors() {
 
 #[test]
 fn all_vectors() {
-    let (passed, failed) = run(|_| true, "template vectors");
+    let (passed, failed) = run(|_| true, "vectors");
     assert!(passed > 0);
     assert!(
         failed.is_empty(),
