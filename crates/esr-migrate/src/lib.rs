@@ -439,3 +439,125 @@ pub fn to_yaml_stream<'a>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc(name: &str, region: &str) -> Document {
+        Document {
+            source: "t.yaml".into(),
+            index: 0,
+            value: json!({
+                "apiVersion": "kubernetes-client.io/v1", "kind": "ExternalSecret",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"backendType": "secretsManager", "region": region,
+                         "data": [{"key": "k", "name": "v"}]}
+            }),
+        }
+    }
+
+    #[test]
+    fn reject_keeps_stores_still_used_by_others() {
+        let docs = [
+            doc("a", "eu-west-1"),
+            doc("b", "eu-west-1"),
+            doc("c", "us-east-1"),
+        ];
+        let mut conv = convert(&docs, &Options::default());
+        assert_eq!(conv.stores.len(), 2);
+        assert_eq!(conv.stores_of(0), conv.stores_of(1));
+        conv.reject(0, vec!["x".into()]);
+        assert_eq!(conv.reports[0].status, Status::NotConverted);
+        assert_eq!(conv.stores.len(), 2, "b still uses the eu-west-1 store");
+        conv.reject(2, vec!["y".into()]);
+        assert_eq!(conv.stores.len(), 1);
+        assert_eq!(conv.documents.len(), 1);
+        assert_eq!(conv.documents[0].manifest["metadata"]["name"], "b");
+        let text = conv.report_text();
+        assert!(
+            text.contains("not converted: ExternalSecret ns/a (t.yaml:0)\n  error: x\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("summary: 3 KES objects: 1 converted, 0 converted with warnings, 2 not converted; 1 stores\n"), "{text}");
+    }
+
+    #[test]
+    fn option_checks() {
+        assert!(Options::default().check().is_ok());
+        let bad = |o: Options| o.check().unwrap_err().to_string();
+        assert!(
+            bad(Options {
+                service_account: "Bad_Name".into(),
+                ..Options::default()
+            })
+            .contains("--service-account")
+        );
+        assert!(
+            bad(Options {
+                service_account_namespace: "a.b".into(),
+                ..Options::default()
+            })
+            .contains("--service-account-namespace")
+        );
+        assert!(
+            bad(Options {
+                refresh_interval: Some("soon".into()),
+                ..Options::default()
+            })
+            .contains("--refresh-interval")
+        );
+        assert!(
+            bad(Options {
+                refresh_interval: Some("-1m".into()),
+                ..Options::default()
+            })
+            .contains("negative")
+        );
+        assert!(
+            Options {
+                refresh_interval: Some("10s".into()),
+                ..Options::default()
+            }
+            .check()
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn missing_region_and_vault_settings_are_not_converted() {
+        let mut d = doc("a", "");
+        d.value["spec"].as_object_mut().unwrap().remove("region");
+        let conv = convert(std::slice::from_ref(&d), &Options::default());
+        assert_eq!(conv.reports[0].status, Status::NotConverted);
+        assert!(conv.reports[0].errors[0].contains("--aws-region"));
+        assert!(conv.stores.is_empty() && conv.documents.is_empty());
+
+        let v = Document {
+            source: "v.yaml".into(),
+            index: 0,
+            value: json!({"apiVersion": "kubernetes-client.io/v1", "kind": "ExternalSecret",
+                "metadata": {"name": "v"},
+                "spec": {"backendType": "vault", "data": [{"key": "secret/data/a", "name": "a"}]}}),
+        };
+        let conv = convert(std::slice::from_ref(&v), &Options::default());
+        assert!(conv.reports[0].errors[0].contains("--vault-addr"));
+        let opts = Options {
+            vault_addr: Some("https://v".into()),
+            ..Options::default()
+        };
+        let conv = convert(std::slice::from_ref(&v), &opts);
+        assert!(conv.reports[0].errors[0].contains("--vault-default-role"));
+        let opts = Options {
+            vault_default_role: Some("r".into()),
+            vault_default_mount_point: Some("k8s-auth".into()),
+            ..opts
+        };
+        let conv = convert(std::slice::from_ref(&v), &opts);
+        assert_eq!(conv.reports[0].status, Status::Converted);
+        let auth = &conv.stores[0].manifest["spec"]["provider"]["vault"]["auth"]["kubernetes"];
+        assert_eq!(auth["mountPath"], "k8s-auth");
+        assert_eq!(auth["role"], "r");
+    }
+}
