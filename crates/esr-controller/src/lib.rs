@@ -6,6 +6,7 @@ pub mod leader;
 pub mod metrics;
 pub mod pipeline;
 pub mod plan;
+pub mod ratelimit;
 pub mod refresh;
 pub mod server;
 pub mod stores;

@@ -38,10 +38,10 @@ pub struct Args {
     /// Handle only stores with this `spec.controller` (or none).
     #[arg(long, default_value = "default")]
     pub controller_class: String,
-    /// Client QPS towards the API server (accepted for ESO compatibility).
+    /// Client QPS towards the API server (token bucket; 0 disables).
     #[arg(long, default_value_t = 50.0)]
     pub client_qps: f32,
-    /// Client burst towards the API server (accepted for ESO compatibility).
+    /// Client burst towards the API server.
     #[arg(long, default_value_t = 100)]
     pub client_burst: u32,
     /// Address of the /metrics endpoint.
@@ -149,8 +149,13 @@ async fn futures_pending() {
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
     let config = kube_config(args.kubeconfig.as_deref()).await?;
-    let client =
-        kube::Client::try_from(config.clone()).context("building the Kubernetes client")?;
+    let client = kube::client::ClientBuilder::try_from(config.clone())
+        .context("building the Kubernetes client")?
+        .with_layer(&esr_controller::ratelimit::RateLimitLayer::new(
+            f64::from(args.client_qps),
+            args.client_burst,
+        ))
+        .build();
     let store_requeue = esr_api::duration::parse(&args.store_requeue_interval)
         .ok()
         .and_then(|d| d.to_std())
@@ -186,14 +191,6 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         probes_router(probes.clone()),
         stopped(stop_rx.clone()),
     ));
-
-    if (args.client_qps - 50.0).abs() > f32::EPSILON || args.client_burst != 100 {
-        info!(
-            qps = args.client_qps,
-            burst = args.client_burst,
-            "client rate limits are accepted but not enforced"
-        );
-    }
 
     let lease_client = client.clone();
     let kube_access = Arc::new(KubeClientAccess::with_config(client.clone(), config));
