@@ -107,6 +107,15 @@ impl Bao {
     }
 }
 
+fn metrics_text(addr: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "-f"])
+        .arg(format!("http://{addr}/metrics"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn run_id() -> String {
     format!("{:08x}", rand::random::<u32>())
 }
@@ -133,7 +142,7 @@ async fn controller_syncs_from_openbao_with_approle_and_picks_up_rotation() {
 
     let env = Env::start().await.unwrap();
     let ns = env.namespace("vault").await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let esr = env.start_esr(&[]).unwrap();
     apply(
         &env,
         &ns,
@@ -192,6 +201,26 @@ async fn controller_syncs_from_openbao_with_approle_and_picks_up_rotation() {
         ],
     )
     .await;
+
+    // One AppRole login served the store validation and every refresh (token cached per store).
+    let metrics = metrics_text(esr.metrics_addr.as_deref().unwrap());
+    let count = |call: &str, status: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("externalsecret_provider_api_calls_count")
+                    && l.contains(r#"provider="HashiCorp/Vault""#)
+                    && l.contains(&format!(r#"call="{call}""#))
+                    && l.contains(&format!(r#"status="{status}""#))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let logins = count("Login", "success");
+    let reads = count("ReadSecretData", "success");
+    println!("vault-controller-scenario: logins={logins} reads={reads}");
+    assert_eq!(logins, 1.0, "{metrics}");
+    assert!(reads >= 4.0, "{metrics}");
 
     // A store with a wrong AppRole secret-id is not Ready.
     apply(
