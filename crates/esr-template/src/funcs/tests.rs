@@ -836,3 +836,80 @@ fn gen_private_key_dsa() {
     let (b, _) = super::gopem::decode(pem.as_bytes());
     assert!(b.is_some_and(|b| b.bytes.len() > 500));
 }
+
+/// `toYaml` output must parse back to the same strings (quoting, literal blocks
+/// and line folding produce valid YAML). (A value ending in two line breaks in
+/// the last position loses one: ESO trims the final newline of the document,
+/// in Go as here.)
+#[test]
+fn to_yaml_round_trips_tricky_strings() {
+    use crate::value::Value;
+    let long_words = "lorem ipsum dolor sit amet ".repeat(12);
+    let tricky = [
+        "plain",
+        "",
+        " lead",
+        "trail ",
+        "a: b",
+        "a #b",
+        "#c",
+        "- x",
+        "-x",
+        "? q",
+        "[x]",
+        "{y}",
+        "@at",
+        "`tick",
+        "'sq'",
+        "\"dq\"",
+        "yes",
+        "No",
+        "on",
+        "~",
+        "null",
+        "1",
+        "0x1F",
+        "1e3",
+        ".5",
+        "1:20",
+        "2024-01-02",
+        "tab\there",
+        "nl\nin",
+        "trailing\n",
+        "\nlead",
+        "sp \nbreak",
+        "é✓ unicode",
+        "back\\slash",
+        "ctrl\u{1}",
+        long_words.trim(),
+        long_words.as_str(),
+        "x\u{85}y",
+        "a\u{2028}b",
+    ];
+    for t in tricky {
+        let mut m = BTreeMap::new();
+        m.insert("k".to_string(), Value::str(t));
+        m.insert("list".to_string(), Value::list(vec![Value::str(t)]));
+        let y = super::yaml::to_yaml(&Value::map(m));
+        let Value::Map(back) = super::yaml::from_yaml(&y) else {
+            panic!("not a map")
+        };
+        assert!(
+            !back.contains_key("Error"),
+            "{t:?} -> {y:?}: {:?}",
+            back.get("Error")
+        );
+        assert!(
+            matches!(back.get("k"), Some(Value::String(s)) if s == t),
+            "{t:?} -> {y:?} -> {:?}",
+            back.get("k")
+        );
+        let Some(Value::List(l)) = back.get("list") else {
+            panic!("no list for {t:?}: {y:?}")
+        };
+        assert!(
+            matches!(l.first(), Some(Value::String(s)) if s == t),
+            "{t:?} in list -> {y:?}"
+        );
+    }
+}
