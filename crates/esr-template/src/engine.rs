@@ -27,6 +27,18 @@ impl Template {
         crate::parse::parse(name, text, funcs)
     }
 
+    /// [`Template::parse`] with custom action delimiters (Go's `Delims`; empty
+    /// strings mean `{{` and `}}`).
+    pub fn parse_with_delims(
+        name: &str,
+        text: &str,
+        funcs: &FuncMap,
+        left: &str,
+        right: &str,
+    ) -> Result<Template, ParseError> {
+        crate::parse::parse_delims(name, text, funcs, left, right)
+    }
+
     /// Executes the template on `data` (`Execute`).
     pub fn execute(
         &self,

@@ -39,6 +39,22 @@ use crate::engine::Template;
 use crate::exec::ExecOptions;
 use crate::func::FuncMap;
 
+/// The action delimiters of ESO's `--template-left-delimiter` /
+/// `--template-right-delimiter` flags (default `{{` `}}`). Set once, at start-up,
+/// before the first render; later calls are ignored (returns `false`).
+pub fn set_template_delimiters(left: &str, right: &str) -> bool {
+    DELIMS.set((left.to_string(), right.to_string())).is_ok()
+}
+
+static DELIMS: OnceLock<(String, String)> = OnceLock::new();
+
+fn delims() -> (&'static str, &'static str) {
+    match DELIMS.get() {
+        Some((l, r)) => (l.as_str(), r.as_str()),
+        None => ("", ""),
+    }
+}
+
 /// ESO's function map, built once.
 pub fn eso_funcs() -> &'static FuncMap {
     static FUNCS: OnceLock<FuncMap> = OnceLock::new();
@@ -157,7 +173,14 @@ fn parse_cached(name: &str, text: &str) -> Result<Arc<Template>, crate::parse::P
     {
         return Ok(t.clone());
     }
-    let t = Arc::new(Template::parse(name, text, eso_funcs())?);
+    let (left, right) = delims();
+    let t = Arc::new(Template::parse_with_delims(
+        name,
+        text,
+        eso_funcs(),
+        left,
+        right,
+    )?);
     if text.len() <= MAX_TEXT {
         let mut c = cache.lock().unwrap_or_else(PoisonError::into_inner);
         if c.len() >= MAX_ENTRIES {

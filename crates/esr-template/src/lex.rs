@@ -85,8 +85,10 @@ impl std::fmt::Display for Item {
     }
 }
 
-const LEFT_DELIM: &str = "{{";
-const RIGHT_DELIM: &str = "}}";
+/// Go's default delimiters.
+pub(crate) const LEFT_DELIM: &str = "{{";
+/// Go's default delimiters.
+pub(crate) const RIGHT_DELIM: &str = "}}";
 const LEFT_COMMENT: &str = "/*";
 const RIGHT_COMMENT: &str = "*/";
 const TRIM_MARKER_LEN: usize = 2;
@@ -132,6 +134,8 @@ fn right_trim_length(s: &str) -> usize {
 }
 
 pub(crate) struct Lexer<'a> {
+    left_delim: &'a str,
+    right_delim: &'a str,
     input: &'a str,
     pos: usize,
     start: usize,
@@ -160,9 +164,18 @@ enum State {
 }
 
 impl<'a> Lexer<'a> {
-    /// Lexes the whole input. The last item is `Eof` or `Error`.
+    /// Lexes the whole input with the default delimiters. The last item is `Eof`
+    /// or `Error`.
+    #[cfg(test)]
     pub(crate) fn lex(input: &'a str) -> Vec<Item> {
+        Self::lex_delims(input, LEFT_DELIM, RIGHT_DELIM)
+    }
+
+    /// Lexes the whole input with the given delimiters (empty means default).
+    pub(crate) fn lex_delims(input: &'a str, left: &'a str, right: &'a str) -> Vec<Item> {
         let mut l = Lexer {
+            left_delim: if left.is_empty() { LEFT_DELIM } else { left },
+            right_delim: if right.is_empty() { RIGHT_DELIM } else { right },
             input,
             pos: 0,
             start: 0,
@@ -271,11 +284,11 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_text(&mut self) -> State {
-        if let Some(x) = self.rest().find(LEFT_DELIM) {
+        if let Some(x) = self.rest().find(self.left_delim) {
             if x > 0 {
                 let mut trim_len = 0;
                 let delim_at = self.pos + x;
-                if has_left_trim_marker(&self.input[delim_at + LEFT_DELIM.len()..]) {
+                if has_left_trim_marker(&self.input[delim_at + self.left_delim.len()..]) {
                     trim_len = right_trim_length(&self.input[self.start..delim_at]);
                 }
                 let text_end = delim_at - trim_len;
@@ -305,17 +318,17 @@ impl<'a> Lexer<'a> {
 
     fn at_right_delim(&self) -> (bool, bool) {
         let r = self.rest();
-        if has_right_trim_marker(r) && r[TRIM_MARKER_LEN..].starts_with(RIGHT_DELIM) {
+        if has_right_trim_marker(r) && r[TRIM_MARKER_LEN..].starts_with(self.right_delim) {
             return (true, true);
         }
-        if r.starts_with(RIGHT_DELIM) {
+        if r.starts_with(self.right_delim) {
             return (true, false);
         }
         (false, false)
     }
 
     fn lex_left_delim(&mut self) -> State {
-        self.pos += LEFT_DELIM.len();
+        self.pos += self.left_delim.len();
         let trim = has_left_trim_marker(self.rest());
         let after = if trim { TRIM_MARKER_LEN } else { 0 };
         if self.input[self.pos + after..].starts_with(LEFT_COMMENT) {
@@ -344,7 +357,7 @@ impl<'a> Lexer<'a> {
         if trim {
             self.pos += TRIM_MARKER_LEN;
         }
-        self.pos += RIGHT_DELIM.len();
+        self.pos += self.right_delim.len();
         if trim {
             self.pos += left_trim_length(self.rest());
         }
@@ -358,7 +371,7 @@ impl<'a> Lexer<'a> {
             self.pos += TRIM_MARKER_LEN;
             self.ignore();
         }
-        self.pos += RIGHT_DELIM.len();
+        self.pos += self.right_delim.len();
         self.emit(ItemType::RightDelim);
         if trim {
             self.pos += left_trim_length(self.rest());
@@ -448,7 +461,7 @@ impl<'a> Lexer<'a> {
         }
         if self.pos > 0
             && has_right_trim_marker(&self.input[self.pos - 1..])
-            && self.input[self.pos - 1 + TRIM_MARKER_LEN..].starts_with(RIGHT_DELIM)
+            && self.input[self.pos - 1 + TRIM_MARKER_LEN..].starts_with(self.right_delim)
         {
             // back up before the space
             let c = self.input[..self.pos].chars().next_back();
@@ -466,7 +479,7 @@ impl<'a> Lexer<'a> {
             None => true,
             Some(c) if is_space(c) => true,
             Some('.' | ',' | '|' | ':' | ')' | '(') => true,
-            _ => self.rest().starts_with(RIGHT_DELIM),
+            _ => self.rest().starts_with(self.right_delim),
         }
     }
 

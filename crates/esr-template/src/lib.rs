@@ -23,7 +23,7 @@ pub mod value;
 pub use engine::{EngineError, Template, execute_eso};
 pub use eso::{
     RenderInput, RenderedSecret, TemplateError, TemplateSources, eso_funcs, render_secret,
-    rewrite_transform,
+    rewrite_transform, set_template_delimiters,
 };
 pub use exec::{ExecError, ExecOptions};
 pub use func::{FuncDef, FuncError, FuncMap, GoFn, Signature};

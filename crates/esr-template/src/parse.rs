@@ -1251,7 +1251,19 @@ impl Parsed {
 /// Parses `text` as the template `name` with the functions of `funcs` (plus the
 /// builtins) available, as Go's `template.New(name).Funcs(funcs).Parse(text)`.
 pub fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Template, ParseError> {
-    let items = Lexer::lex(text);
+    parse_delims(name, text, funcs, "", "")
+}
+
+/// [`parse`] with custom action delimiters (`Delims(left, right)`; empty strings
+/// mean the defaults `{{` and `}}`).
+pub fn parse_delims(
+    name: &str,
+    text: &str,
+    funcs: &FuncMap,
+    left: &str,
+    right: &str,
+) -> Result<Template, ParseError> {
+    let items = Lexer::lex_delims(text, left, right);
     let mut p = Parser {
         name: name.to_string(),
         items,

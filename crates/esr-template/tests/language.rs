@@ -614,3 +614,22 @@ fn parse_errors() {
         "template: key:1:9: executing \"key\" at <1>: can't give argument to non-function 1"
     );
 }
+
+#[test]
+fn custom_delimiters() {
+    let f = funcs();
+    let t = Template::parse_with_delims(
+        "key",
+        "a <<- .user ->> b {{ .x }} <</* c */>>[<< \"}}\" >>]",
+        &f,
+        "<<",
+        ">>",
+    )
+    .unwrap();
+    let out = t
+        .execute_data(&f, &data(), &ExecOptions::default())
+        .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "aadminb {{ .x }} [}}]");
+    let e = Template::parse_with_delims("key", "<< .user", &f, "<<", ">>").unwrap_err();
+    assert_eq!(e.to_string(), "template: key:1: unclosed action");
+}
