@@ -51,6 +51,8 @@ pub struct ResourceType {
     pub storage: bool,
     /// Does a delete return the object (true) or a Status (false)?
     pub delete_returns_object: bool,
+    /// Cache of [`object_root_schema`].
+    pub root_cache: std::sync::OnceLock<Arc<Value>>,
 }
 
 impl ResourceType {
@@ -379,6 +381,7 @@ fn bt(
         printer_columns: vec![],
         storage: true,
         delete_returns_object: false,
+        root_cache: std::sync::OnceLock::new(),
     }
 }
 
@@ -753,6 +756,7 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<Cause>> {
                 .unwrap_or_default(),
             storage: v["storage"].as_bool() == Some(true),
             delete_returns_object: true,
+            root_cache: std::sync::OnceLock::new(),
         });
     }
     if causes.is_empty() {
@@ -817,7 +821,14 @@ pub fn list_type(schema: Option<&Value>) -> (String, Vec<String>) {
 }
 
 /// The schema of a whole object of this type, with `metadata` always present.
-pub fn object_root_schema(rt: &ResourceType) -> Value {
+pub fn object_root_schema(rt: &ResourceType) -> Arc<Value> {
+    Arc::clone(
+        rt.root_cache
+            .get_or_init(|| Arc::new(build_root_schema(rt))),
+    )
+}
+
+fn build_root_schema(rt: &ResourceType) -> Value {
     let mut s = (*rt.schema).clone();
     if let Some(props) = s.get_mut("properties").and_then(Value::as_object_mut) {
         props.insert("metadata".into(), object_meta_schema());
