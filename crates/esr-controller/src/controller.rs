@@ -196,7 +196,8 @@ fn jitter_for(interval: Duration) -> Duration {
 fn to_action(r: Requeue) -> Action {
     match r {
         Requeue::Never => Action::await_change(),
-        Requeue::Now => Action::requeue(Duration::from_millis(10)),
+        // refreshTime has second precision: an immediate requeue could spin within that second.
+        Requeue::Now => Action::requeue(Duration::from_secs(1)),
         Requeue::After(d) => Action::requeue(d),
     }
 }

@@ -1,3 +1,4 @@
+pub mod ces;
 pub mod controller;
 pub mod convert;
 pub mod fetch;
