@@ -51,24 +51,53 @@ async fn create_ready_and_secret_content_exact() {
     apply(&env, &ns, foo_bar_es("fake")).await;
     let es = wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
     assert_eq!(ready(&es).2, "secret synced");
-    assert_eq!(str_at(&es, "/status/syncedResourceVersion"), Some(RV_GEN1_EMPTY));
+    assert_eq!(
+        str_at(&es, "/status/syncedResourceVersion"),
+        Some(RV_GEN1_EMPTY)
+    );
     assert_eq!(str_at(&es, "/status/binding/name"), Some("app-secret"));
     assert!(str_at(&es, "/status/refreshTime").is_some());
     assert!(
-        es["metadata"]["finalizers"].as_array().unwrap().iter().any(|f| f == "externalsecrets.external-secrets.io/externalsecret-cleanup"),
+        es["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "externalsecrets.external-secrets.io/externalsecret-cleanup"),
         "{es}"
     );
-    let s = wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1"), ("bar", "value2")]).await;
+    let s = wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
     let labels = s.metadata.labels.clone().unwrap();
     assert_eq!(labels["reconcile.external-secrets.io/managed"], "true");
     assert_eq!(labels["reconcile.external-secrets.io/created-by"].len(), 56);
-    assert_eq!(s.metadata.annotations.clone().unwrap()["reconcile.external-secrets.io/data-hash"], HASH_FOO_BAR);
+    assert_eq!(
+        s.metadata.annotations.clone().unwrap()["reconcile.external-secrets.io/data-hash"],
+        HASH_FOO_BAR
+    );
     let owner = &s.metadata.owner_references.clone().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str(), owner.controller), ("ExternalSecret", "app", Some(true)));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("ExternalSecret", "app", Some(true))
+    );
     assert_eq!(owner.api_version, "external-secrets.io/v1");
     assert_eq!(owner.uid, es["metadata"]["uid"].as_str().unwrap());
-    let fm: Vec<String> = s.metadata.managed_fields.iter().flatten().filter_map(|m| m.manager.clone()).collect();
-    assert!(fm.iter().any(|m| m == "externalsecrets.external-secrets.io/app"), "{fm:?}");
+    let fm: Vec<String> = s
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        fm.iter()
+            .any(|m| m == "externalsecrets.external-secrets.io/app"),
+        "{fm:?}"
+    );
     wait_event(&env, "app", "Created", "secret created").await;
 }
 
@@ -119,7 +148,9 @@ async fn spec_change_moves_synced_resource_version_to_new_generation() {
     .await;
     let es = wait_for("syncedResourceVersion 2-", TIMEOUT, || async {
         let o = get(&env, "ExternalSecret", &ns, "app").await?;
-        str_at(&o, "/status/syncedResourceVersion").filter(|v| v.starts_with("2-")).map(|_| o.clone())
+        str_at(&o, "/status/syncedResourceVersion")
+            .filter(|v| v.starts_with("2-"))
+            .map(|_| o.clone())
     })
     .await
     .unwrap();
@@ -136,8 +167,17 @@ async fn label_only_change_changes_the_hash() {
     apply(&env, &ns, foo_bar_store("fake")).await;
     apply(&env, &ns, foo_bar_es("fake")).await;
     let before = wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
-    let rv_before = str_at(&before, "/status/syncedResourceVersion").unwrap().to_string();
-    merge_patch(&env, "ExternalSecret", &ns, "app", json!({"metadata": {"labels": {"team": "payments"}}})).await;
+    let rv_before = str_at(&before, "/status/syncedResourceVersion")
+        .unwrap()
+        .to_string();
+    merge_patch(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "app",
+        json!({"metadata": {"labels": {"team": "payments"}}}),
+    )
+    .await;
     let after = wait_for("hash changes", TIMEOUT, || async {
         let o = get(&env, "ExternalSecret", &ns, "app").await?;
         let rv = str_at(&o, "/status/syncedResourceVersion")?.to_string();
@@ -145,7 +185,10 @@ async fn label_only_change_changes_the_hash() {
     })
     .await
     .unwrap();
-    assert_eq!(after["metadata"]["generation"], 1, "labels do not bump the generation");
+    assert_eq!(
+        after["metadata"]["generation"], 1,
+        "labels do not bump the generation"
+    );
     let rv = str_at(&after, "/status/syncedResourceVersion").unwrap();
     assert!(rv.starts_with("1-") && rv.len() == 58, "{rv}");
     // without a template the ES labels are copied onto the Secret
@@ -166,14 +209,26 @@ async fn provider_value_change_is_picked_up_on_refresh() {
     let mut e = foo_bar_es("fake");
     e["spec"]["refreshInterval"] = json!("1s");
     apply(&env, &ns, e).await;
-    wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1"), ("bar", "value2")]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
     apply(
         &env,
         "",
         fake_css("fake", json!([{"key": "/app/foo", "value": "rotated"}, {"key": "/app/bar", "value": "value2"}])),
     )
     .await;
-    wait_secret_data(&env, &ns, "app-secret", &[("foo", "rotated"), ("bar", "value2")]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "rotated"), ("bar", "value2")],
+    )
+    .await;
     wait_event(&env, "app", "Updated", "secret updated").await;
 }
 
@@ -184,15 +239,53 @@ async fn deleted_or_edited_target_secret_is_restored() {
     let _esr = env.start_esr(&[]).unwrap();
     apply(&env, &ns, foo_bar_store("fake")).await;
     apply(&env, &ns, foo_bar_es("fake")).await;
-    let s = wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1"), ("bar", "value2")]).await;
+    let s = wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
     let uid = s.metadata.uid.clone().unwrap();
     delete(&env, "Secret", &ns, "app-secret").await;
-    let s = wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1"), ("bar", "value2")]).await;
+    let s = wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
     assert_ne!(s.metadata.uid.unwrap(), uid, "recreated");
-    merge_patch(&env, "Secret", &ns, "app-secret", json!({"data": {"foo": "dGFtcGVyZWQ="}})).await;
-    wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1"), ("bar", "value2")]).await;
-    merge_patch(&env, "Secret", &ns, "app-secret", json!({"data": {"extra": "eA=="}})).await;
-    wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1"), ("bar", "value2")]).await;
+    merge_patch(
+        &env,
+        "Secret",
+        &ns,
+        "app-secret",
+        json!({"data": {"foo": "dGFtcGVyZWQ="}}),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
+    merge_patch(
+        &env,
+        "Secret",
+        &ns,
+        "app-secret",
+        json!({"data": {"extra": "eA=="}}),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "app-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,16 +299,34 @@ async fn es_deletion_honours_deletion_policy() {
     del["spec"]["target"] = json!({"name": "del-secret", "deletionPolicy": "Delete"});
     let mut keep = foo_bar_es("fake");
     keep["metadata"]["name"] = json!("keep");
-    keep["spec"]["target"] = json!({"name": "keep-secret", "creationPolicy": "Orphan", "deletionPolicy": "Retain"});
+    keep["spec"]["target"] =
+        json!({"name": "keep-secret", "creationPolicy": "Orphan", "deletionPolicy": "Retain"});
     apply(&env, &ns, del).await;
     apply(&env, &ns, keep).await;
-    wait_secret_data(&env, &ns, "del-secret", &[("foo", "value1"), ("bar", "value2")]).await;
-    wait_secret_data(&env, &ns, "keep-secret", &[("foo", "value1"), ("bar", "value2")]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "del-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "keep-secret",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
     delete(&env, "ExternalSecret", &ns, "del").await;
     delete(&env, "ExternalSecret", &ns, "keep").await;
-    wait_for("del-secret deleted", TIMEOUT, || async { secret(&env, &ns, "del-secret").await.is_none().then_some(()) })
-        .await
-        .unwrap();
+    wait_for("del-secret deleted", TIMEOUT, || async {
+        secret(&env, &ns, "del-secret")
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap();
     wait_for("both ES gone", TIMEOUT, || async {
         let a = get(&env, "ExternalSecret", &ns, "del").await;
         let b = get(&env, "ExternalSecret", &ns, "keep").await;
@@ -223,7 +334,9 @@ async fn es_deletion_honours_deletion_policy() {
     })
     .await
     .unwrap();
-    let kept = secret(&env, &ns, "keep-secret").await.expect("Retain keeps the Secret");
+    let kept = secret(&env, &ns, "keep-secret")
+        .await
+        .expect("Retain keeps the Secret");
     assert_eq!(decoded(&kept)["foo"], "value1");
 }
 
@@ -236,7 +349,15 @@ async fn cluster_secret_store_denied_for_namespace() {
     store["spec"]["conditions"] = json!([{"namespaces": ["somewhere-else"]}]);
     apply(&env, &ns, store).await;
     apply(&env, &ns, foo_bar_es("restricted")).await;
-    let es = wait_condition(&env, "ExternalSecret", &ns, "app", "False", "SecretSyncedError").await;
+    let es = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "app",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
     assert_eq!(ready(&es).2, "could not get secret data from provider");
     let note = wait_event(&env, "app", "UpdateFailed", "denied by spec.condition").await;
     assert_eq!(
@@ -260,9 +381,23 @@ async fn unsupported_provider_is_reported_on_the_store() {
                "spec": {"provider": {"gcpsm": {"projectID": "p"}}}}),
     )
     .await;
-    let st = wait_condition(&env, "SecretStore", &ns, "gcp", "False", "InvalidProviderConfig").await;
+    let st = wait_condition(
+        &env,
+        "SecretStore",
+        &ns,
+        "gcp",
+        "False",
+        "InvalidProviderConfig",
+    )
+    .await;
     assert_eq!(ready(&st).2, "provider gcpsm is not supported by esr");
-    wait_event(&env, "gcp", "InvalidProviderConfig", "provider gcpsm is not supported by esr").await;
+    wait_event(
+        &env,
+        "gcp",
+        "InvalidProviderConfig",
+        "provider gcpsm is not supported by esr",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,7 +408,15 @@ async fn store_not_ready_blocks_the_external_secret() {
     let mut store = fake_ss("broken", json!([{"key": "/app/foo", "value": "value1"}]));
     store["spec"]["provider"]["fake"]["validationResult"] = json!(2);
     apply(&env, &ns, store).await;
-    let st = wait_condition(&env, "SecretStore", &ns, "broken", "False", "InvalidProviderConfig").await;
+    let st = wait_condition(
+        &env,
+        "SecretStore",
+        &ns,
+        "broken",
+        "False",
+        "InvalidProviderConfig",
+    )
+    .await;
     assert_eq!(ready(&st).2, "unable to validate store");
     apply(
         &env,
@@ -285,8 +428,22 @@ async fn store_not_ready_blocks_the_external_secret() {
         ),
     )
     .await;
-    wait_condition(&env, "ExternalSecret", &ns, "app", "False", "SecretSyncedError").await;
-    wait_event(&env, "app", "UpdateFailed", "SecretStore \"broken\" is not ready").await;
+    wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "app",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    wait_event(
+        &env,
+        "app",
+        "UpdateFailed",
+        "SecretStore \"broken\" is not ready",
+    )
+    .await;
     // fixing the store makes it Ready, which requeues the ExternalSecret
     let mut fixed = fake_ss("broken", json!([{"key": "/app/foo", "value": "value1"}]));
     fixed["spec"]["provider"]["fake"]["validationResult"] = json!(0);
@@ -308,7 +465,12 @@ async fn kubernetes_store_reads_another_namespace() {
                "stringData": {"user": "admin", "token": "t0k"}}),
     )
     .await;
-    apply(&env, &ns, json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}})).await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}}),
+    )
+    .await;
     apply(
         &env,
         &ns,
@@ -329,7 +491,13 @@ async fn kubernetes_store_reads_another_namespace() {
     )
     .await;
     wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
-    wait_secret_data(&env, &ns, "copied", &[("u", "admin"), ("user", "admin"), ("token", "t0k")]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "copied",
+        &[("u", "admin"), ("user", "admin"), ("token", "t0k")],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,7 +508,10 @@ async fn controller_stopped_status_stays_on_old_generation() {
     apply(&env, &ns, foo_bar_store("fake")).await;
     apply(&env, &ns, foo_bar_es("fake")).await;
     let es = wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
-    assert_eq!(str_at(&es, "/status/syncedResourceVersion"), Some(RV_GEN1_EMPTY));
+    assert_eq!(
+        str_at(&es, "/status/syncedResourceVersion"),
+        Some(RV_GEN1_EMPTY)
+    );
     esr.stop();
     merge_patch(
         &env,
@@ -354,11 +525,16 @@ async fn controller_stopped_status_stays_on_old_generation() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let es = get(&env, "ExternalSecret", &ns, "app").await.unwrap();
     assert_eq!(es["metadata"]["generation"], 2);
-    assert_eq!(str_at(&es, "/status/syncedResourceVersion"), Some(RV_GEN1_EMPTY));
+    assert_eq!(
+        str_at(&es, "/status/syncedResourceVersion"),
+        Some(RV_GEN1_EMPTY)
+    );
     let _esr2 = env.start_esr(&[]).unwrap();
     wait_for("synced to generation 2", TIMEOUT, || async {
         let o = get(&env, "ExternalSecret", &ns, "app").await?;
-        str_at(&o, "/status/syncedResourceVersion").filter(|v| v.starts_with("2-")).map(|_| ())
+        str_at(&o, "/status/syncedResourceVersion")
+            .filter(|v| v.starts_with("2-"))
+            .map(|_| ())
     })
     .await
     .unwrap();
@@ -375,15 +551,26 @@ async fn metrics_and_probes_are_served() {
     let m = esr.metrics_addr.clone().unwrap();
     let p = esr.probes_addr.clone().unwrap();
     let text = http_get(&m, "/metrics").await;
-    assert!(text.contains(&format!("externalsecret_sync_calls_total{{name=\"app\",namespace=\"{ns}\"}}")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "externalsecret_sync_calls_total{{name=\"app\",namespace=\"{ns}\"}}"
+        )),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "externalsecret_status_condition{{name=\"app\",namespace=\"{ns}\",condition=\"Ready\",status=\"True\"}} 1"
         )),
         "{text}"
     );
-    assert!(text.contains("clustersecretstore_status_condition{name=\"fake\""), "{text}");
-    assert!(text.contains("externalsecret_reconcile_duration{"), "{text}");
+    assert!(
+        text.contains("clustersecretstore_status_condition{name=\"fake\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("externalsecret_reconcile_duration{"),
+        "{text}"
+    );
     assert_eq!(http_get(&p, "/healthz").await, "ok");
     assert_eq!(http_get(&p, "/readyz").await, "ok");
 }
@@ -397,11 +584,15 @@ async fn http_get(addr: &str, path: &str) -> String {
         let path = path.clone();
         async move {
             let mut s = tokio::net::TcpStream::connect(&addr).await.ok()?;
-            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.ok()?;
+            s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+                .await
+                .ok()?;
             let mut buf = String::new();
             s.read_to_string(&mut buf).await.ok()?;
             let (head, body) = buf.split_once("\r\n\r\n")?;
-            head.starts_with("HTTP/1.0 200").then(|| body.to_string()).or_else(|| head.starts_with("HTTP/1.1 200").then(|| body.to_string()))
+            head.starts_with("HTTP/1.0 200")
+                .then(|| body.to_string())
+                .or_else(|| head.starts_with("HTTP/1.1 200").then(|| body.to_string()))
         }
     })
     .await
@@ -413,21 +604,39 @@ async fn leader_election_one_active_and_failover() {
     use k8s_openapi::api::coordination::v1::Lease;
     let env = Env::start().await.unwrap();
     let ns = env.namespace("leader").await.unwrap();
-    let args = ["--enable-leader-election", "--leader-election-namespace", ns.as_str()];
+    let args = [
+        "--enable-leader-election",
+        "--leader-election-namespace",
+        ns.as_str(),
+    ];
     let mut first = env.start_esr(&args).unwrap();
     apply(&env, &ns, foo_bar_store("fake")).await;
     apply(&env, &ns, foo_bar_es("fake")).await;
     wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
     let leases: kube::Api<Lease> = kube::Api::namespaced(env.client(), &ns);
     let holder = wait_for("lease held", TIMEOUT, || async {
-        leases.get_opt("external-secrets-controller").await.ok().flatten()?.spec?.holder_identity
+        leases
+            .get_opt("external-secrets-controller")
+            .await
+            .ok()
+            .flatten()?
+            .spec?
+            .holder_identity
     })
     .await
     .unwrap();
     let second = env.start_esr(&args).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(second.logs().contains("waiting for leadership"), "{}", second.logs());
-    assert!(!second.logs().contains("acquired leadership"), "only one leader: {}", second.logs());
+    assert!(
+        second.logs().contains("waiting for leadership"),
+        "{}",
+        second.logs()
+    );
+    assert!(
+        !second.logs().contains("acquired leadership"),
+        "only one leader: {}",
+        second.logs()
+    );
     first.stop();
     // the lease expires (15 s) and the second instance takes over and reconciles new objects
     let mut e = foo_bar_es("fake");
@@ -435,10 +644,22 @@ async fn leader_election_one_active_and_failover() {
     e["spec"]["target"] = json!({"name": "after-failover"});
     apply(&env, &ns, e).await;
     wait_for("second instance leads", Duration::from_secs(60), || async {
-        let h = leases.get_opt("external-secrets-controller").await.ok().flatten()?.spec?.holder_identity?;
+        let h = leases
+            .get_opt("external-secrets-controller")
+            .await
+            .ok()
+            .flatten()?
+            .spec?
+            .holder_identity?;
         (h != holder).then_some(())
     })
     .await
     .unwrap();
-    wait_secret_data(&env, &ns, "after-failover", &[("foo", "value1"), ("bar", "value2")]).await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "after-failover",
+        &[("foo", "value1"), ("bar", "value2")],
+    )
+    .await;
 }
