@@ -1,4 +1,3 @@
-pub mod ces;
 pub mod controller;
 pub mod convert;
 pub mod fetch;
