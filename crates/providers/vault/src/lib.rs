@@ -35,6 +35,9 @@ pub use client::VaultClient;
 pub use generator::{DynamicSecretState, GeneratorRequest};
 pub use http::{METRIC_PROVIDER, Transport, TransportConfig};
 
+/// Sessions kept before unused ones are dropped.
+const MAX_SESSIONS: usize = 4096;
+
 /// The `spec.provider` key.
 pub const PROVIDER_KEY: &str = "vault";
 
@@ -261,6 +264,10 @@ impl VaultProvider {
             self.options.token_refresh_fraction.clamp(0.0, 1.0),
         ));
         if let Ok(mut s) = self.sessions.lock() {
+            if s.len() >= MAX_SESSIONS {
+                // Old store generations and deleted stores: drop sessions no client holds.
+                s.retain(|_, v| Arc::strong_count(v) > 1);
+            }
             s.insert(key, session.clone());
         }
         Ok(session)
