@@ -585,6 +585,15 @@ async fn serve(
                     "the body of the request must be an object",
                 ));
             }
+            if v["metadata"]["resourceVersion"]
+                .as_str()
+                .is_some_and(|r| !r.is_empty())
+            {
+                // the etcd3 storage layer refuses this as an internal error
+                return Err(ApiError::internal(
+                    "resourceVersion should not be set on objects to be created",
+                ));
+            }
             Ok(write_resp(store.create(&rt, &t.namespace, v, &ctx)?))
         }
         "update" => {

@@ -414,3 +414,52 @@ async fn watches_end_when_the_client_goes_away() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn kube_streaming_list_watcher() {
+    let s = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    api.create(&PostParams::default(), &cm("pre", json!({})))
+        .await
+        .unwrap();
+    let cfg = watcher::Config::default().streaming_lists();
+    let mut events = watcher(api.clone(), cfg).boxed();
+    let mut init_done = false;
+    let mut saw_pre = false;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !init_done {
+            match events.next().await {
+                Some(Ok(watcher::Event::InitApply(o))) => {
+                    saw_pre |= o.metadata.name.as_deref() == Some("pre")
+                }
+                Some(Ok(watcher::Event::InitDone)) => init_done = true,
+                Some(_) => {}
+                None => panic!("ended"),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(saw_pre, "initial events stream the existing object");
+    api.create(&PostParams::default(), &cm("post", json!({})))
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(Ok(watcher::Event::Apply(o))) = events.next().await {
+                return o.metadata.name.unwrap();
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(got, "post");
+    // a create carrying a resourceVersion is refused like the real storage layer does
+    let mut c = cm("rv", json!({}));
+    c.metadata.resource_version = Some("5".into());
+    let e = api.create(&PostParams::default(), &c).await.unwrap_err();
+    assert!(
+        matches!(e, kube::Error::Api(ref s) if s.code == 500 && s.message == "resourceVersion should not be set on objects to be created"),
+        "{e}"
+    );
+}
