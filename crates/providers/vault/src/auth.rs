@@ -454,6 +454,13 @@ impl Session {
                 "vault auth method gcp is not supported by esr (use kubernetes, jwt or appRole)",
             ));
         }
-        Err(ProviderError::invalid("no vault auth method configured"))
+        // No auth method: requests go without a token (ESO allows this for a Vault Agent or
+        // proxy that adds the token).
+        Ok(TokenEntry {
+            token: String::new(),
+            renewable: false,
+            obtained: Instant::now(),
+            ttl: Duration::ZERO,
+        })
     }
 }

@@ -324,7 +324,8 @@ impl Provider for VaultProvider {
         }
         let mut warnings = Vec::new();
         let Some(auth) = &spec.auth else {
-            return Err(ProviderError::invalid("no vault auth method configured"));
+            // ESO allows no auth (a Vault Agent / proxy adds the token).
+            return Ok(warnings);
         };
         for s in selectors(auth) {
             validate_referent_secret_selector(store, s.namespace.as_deref())?;
@@ -353,5 +354,65 @@ impl Provider for VaultProvider {
         let spec: VaultSpec = ctx.store.provider_spec(PROVIDER_KEY)?;
         let c = self.client_for(ctx, &spec).await?;
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use esr_provider::StoreKind;
+    use serde_json::json;
+
+    fn st(kind: StoreKind, vault: serde_json::Value) -> StoreInfo {
+        StoreInfo::new(
+            kind,
+            "s",
+            Some("team".into()),
+            json!({"provider": {"vault": vault}}),
+        )
+    }
+
+    #[test]
+    fn validate_store_rules() {
+        let p = VaultProvider::new();
+        let ok = st(
+            StoreKind::SecretStore,
+            json!({"server": "http://v", "auth": {"tokenSecretRef": {"name": "t", "key": "k"}}}),
+        );
+        assert_eq!(p.validate_store(&ok).ok(), Some(vec![]));
+        let foreign_ns = st(
+            StoreKind::SecretStore,
+            json!({"server": "http://v", "auth": {"tokenSecretRef": {"name": "t", "namespace": "other"}}}),
+        );
+        assert!(p.validate_store(&foreign_ns).is_err());
+        let no_role = st(
+            StoreKind::SecretStore,
+            json!({"server": "http://v", "auth": {"appRole": {"secretRef": {"name": "x"}}}}),
+        );
+        assert_eq!(
+            p.validate_store(&no_role).err().map(|e| e.to_string()),
+            Some("appRole: either roleId or roleRef must be set".to_string())
+        );
+        let iam = st(
+            StoreKind::ClusterSecretStore,
+            json!({"server": "http://v", "auth": {"iam": {"vaultRole": "r"}}}),
+        );
+        assert_eq!(p.validate_store(&iam).map(|w| w.len()).ok(), Some(1));
+        let no_server = st(StoreKind::SecretStore, json!({"server": ""}));
+        assert!(p.validate_store(&no_server).is_err());
+        let no_auth = st(StoreKind::SecretStore, json!({"server": "http://v"}));
+        assert!(p.validate_store(&no_auth).is_ok());
+    }
+
+    #[test]
+    fn referent_detection() {
+        let spec =
+            |v: serde_json::Value| -> VaultSpec { serde_json::from_value(v).unwrap_or_default() };
+        assert!(has_referent_refs(&spec(json!({"server": "x",
+            "auth": {"appRole": {"roleId": "r", "secretRef": {"name": "s"}}}}))));
+        assert!(!has_referent_refs(&spec(json!({"server": "x",
+            "auth": {"appRole": {"roleId": "r", "secretRef": {"name": "s", "namespace": "n"}}}}))));
+        assert!(has_referent_refs(&spec(json!({"server": "x",
+            "auth": {"kubernetes": {"role": "r", "serviceAccountRef": {"name": "sa"}}}}))));
     }
 }

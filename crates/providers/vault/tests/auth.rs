@@ -421,3 +421,19 @@ async fn tokens_are_renewed_when_due_or_replaced_when_not_renewable() {
         }
     }
 }
+
+#[tokio::test]
+async fn iam_is_unsupported_and_no_auth_sends_no_token() {
+    let (url, seen) = recorder().await;
+    let h = Harness::new();
+    let st = store(json!({"server": url, "path": "secret", "auth": {"iam": {"vaultRole": "r"}}}));
+    let e = h.client(&st).await.err().unwrap();
+    assert_eq!(e.kind(), esr_provider::ErrorKind::Unsupported);
+    assert!(e.message().contains("iam is not supported"), "{e}");
+    let st = store(json!({"server": url, "path": "secret"}));
+    let c = h.client(&st).await.unwrap();
+    c.get_secret(&SecretRef::new("a")).await.unwrap();
+    let seen = seen.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].1.get("x-vault-token").is_none());
+}
