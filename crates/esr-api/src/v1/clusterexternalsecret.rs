@@ -64,6 +64,11 @@ pub struct ClusterExternalSecretSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(inner(length(min = 1, max = 63), pattern(DNS_LABEL)))]
     pub namespaces: Option<Vec<String>>,
+    /// esr-only extension (ignored by ESO): regular expressions (RE2 syntax, unanchored like Go's
+    /// `regexp.MatchString`; use `^...$` to match whole names) on namespace names; a namespace
+    /// whose name matches any of them gets an ExternalSecret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_regexes: Option<Vec<String>>,
     /// How often namespaces are re-evaluated, as a Go duration string (the controller uses 1h when
     /// empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
