@@ -37,19 +37,19 @@ pub fn translate(pat: &str) -> String {
                     continue;
                 }
                 'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
-                'D' => out.push_str(if in_class { "\\D" } else { "[^0-9]" }),
+                'D' => out.push_str("[^0-9]"),
                 'w' => out.push_str(if in_class {
                     "0-9A-Za-z_"
                 } else {
                     "[0-9A-Za-z_]"
                 }),
-                'W' => out.push_str(if in_class { "\\W" } else { "[^0-9A-Za-z_]" }),
+                'W' => out.push_str("[^0-9A-Za-z_]"),
                 's' => out.push_str(if in_class {
                     "\\t\\n\\f\\r "
                 } else {
                     "[\\t\\n\\f\\r ]"
                 }),
-                'S' => out.push_str(if in_class { "\\S" } else { "[^\\t\\n\\f\\r ]" }),
+                'S' => out.push_str("[^\\t\\n\\f\\r ]"),
                 'b' if !in_class => out.push_str("(?-u:\\b)"),
                 'B' if !in_class => out.push_str("(?-u:\\B)"),
                 _ => {
@@ -257,6 +257,10 @@ mod tests {
         let re = compile(r"\Qa.b\E+").unwrap();
         assert!(re.is_match("a.bbb"));
         assert!(!re.is_match("axb"));
+        let re = compile(r"[\W]+").unwrap();
+        assert_eq!(re.find("abé-!x").map(|m| m.as_str()), Some("é-!"));
+        let re = compile(r"[^\D]+").unwrap();
+        assert_eq!(re.find("ab12c").map(|m| m.as_str()), Some("12"));
         let re = compile(r"[\d\s]+").unwrap();
         assert_eq!(re.find("ab 12 c").map(|m| m.as_str()), Some(" 12 "));
     }
