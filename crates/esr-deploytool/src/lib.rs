@@ -1,0 +1,1 @@
+//! Deploy tooling for esr.
