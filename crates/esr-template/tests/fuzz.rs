@@ -150,6 +150,76 @@ proptest! {
     }
 }
 
+/// Syntactically valid templates from a small grammar, calling any function of
+/// ESO's map with random operands.
+fn valid_template() -> impl Strategy<Value = String> {
+    let names: Vec<String> = eso_funcs().names();
+    let func = proptest::sample::select(names);
+    let leaf = proptest::sample::select(vec![
+        ".a",
+        ".b",
+        ".bin",
+        "$",
+        ".",
+        "$x",
+        "0",
+        "1",
+        "-2",
+        "3.5",
+        "1e6",
+        "\"s\"",
+        "\"a,b\"",
+        "`{\"k\":[1]}`",
+        "nil",
+        "true",
+        "'c'",
+        "2i",
+    ])
+    .prop_map(str::to_string);
+    let expr = leaf.prop_recursive(3, 24, 4, move |inner| {
+        (func.clone(), proptest::collection::vec(inner, 0..4))
+            .prop_map(|(f, args)| format!("({} {})", f, args.join(" ")))
+    });
+    let pipeline =
+        (expr.clone(), proptest::collection::vec(expr.clone(), 0..2)).prop_map(|(head, rest)| {
+            let mut p = head;
+            for r in rest {
+                // a parenthesised call can take the pipeline value as last argument
+                if let Some(inner) = r.strip_prefix('(').and_then(|x| x.strip_suffix(')')) {
+                    p = format!("{p} | {inner}");
+                }
+            }
+            p
+        });
+    let node = pipeline
+        .clone()
+        .prop_map(|p| format!("{{{{ {p} }}}}"))
+        .prop_recursive(3, 16, 3, move |body| {
+            let p = pipeline.clone();
+            prop_oneof![
+                (p.clone(), body.clone(), body.clone()).prop_map(|(c, a, b)| format!(
+                    "{{{{ if {c} }}}}{a}{{{{ else }}}}{b}{{{{ end }}}}"
+                )),
+                (p.clone(), body.clone())
+                    .prop_map(|(c, a)| format!("{{{{ range $i, $v := {c} }}}}{a}{{{{ end }}}}")),
+                (p.clone(), body.clone())
+                    .prop_map(|(c, a)| format!("{{{{ with {c} }}}}{a}{{{{ end }}}}")),
+                (p, body.clone()).prop_map(|(c, a)| format!("{{{{ $x = {c} }}}}{a}")),
+                proptest::collection::vec(body, 1..3).prop_map(|v| v.concat()),
+            ]
+        });
+    node.prop_map(|n| format!("{{{{ $x := 1 }}}}{n}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn grammar_templates(text in valid_template()) {
+        run(&text, eso_funcs());
+    }
+}
+
 fn exec_err(text: &str) -> String {
     let funcs = eso_funcs();
     let t = Template::parse("key", text, funcs).unwrap();
@@ -227,4 +297,29 @@ fn deep_parenthesis_nesting_is_an_error_not_a_crash() {
         "{{ end }}".repeat(5000)
     );
     assert!(Template::parse("key", &text, eso_funcs()).is_err());
+}
+
+#[test]
+fn grammar_generator_reaches_the_executor() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strat = valid_template();
+    let funcs = eso_funcs();
+    let (mut parsed, mut executed_ok, total) = (0, 0, 300);
+    for _ in 0..total {
+        let text = strat.new_tree(&mut runner).unwrap().current();
+        if let Ok(t) = Template::parse("key", &text, funcs) {
+            parsed += 1;
+            if t.execute_data(funcs, &data(), &limits()).is_ok() {
+                executed_ok += 1;
+            }
+        }
+    }
+    println!("grammar templates: {parsed}/{total} parse, {executed_ok} execute without error");
+    assert!(
+        parsed * 10 >= total * 9,
+        "only {parsed}/{total} generated templates parse"
+    );
+    assert!(executed_ok > 0);
 }
