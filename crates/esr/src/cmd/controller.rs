@@ -68,6 +68,9 @@ pub struct Args {
     /// Reconcile ClusterSecretStores (and ExternalSecrets using them).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_cluster_store_reconciler: bool,
+    /// Reconcile ClusterExternalSecrets.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_cluster_external_secret_reconciler: bool,
     /// Log level (error, warn, info, debug, trace) or a tracing filter.
     #[arg(long, default_value = "info")]
     pub loglevel: String,
@@ -245,6 +248,15 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         None
     };
     let ctrl = tokio::spawn(runtime.run(shutdown));
+    let ces_ctrl = args.enable_cluster_external_secret_reconciler.then(|| {
+        let rx = stop_rx.clone();
+        tokio::spawn(esr_controller::ces::run(
+            lease_client.clone(),
+            args.concurrent.max(1),
+            None,
+            async move { stopped(rx).await },
+        ))
+    });
     let lost = async {
         match leader {
             Some(h) => {
@@ -264,6 +276,9 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     probes.set_ready(false);
     let _ = stop_tx.send(true);
     let _ = ctrl.await;
+    if let Some(h) = ces_ctrl {
+        let _ = h.await;
+    }
     let _ = m_srv.await;
     let _ = l_srv.await;
     if leadership_lost {

@@ -1,0 +1,284 @@
+//! ClusterExternalSecret scenarios against esr-testkit (or ESR_E2E_KUBECONFIG) with the real
+//! `esr` binary and the fake provider.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod es_support;
+
+use std::time::Duration;
+
+use es_support::*;
+use esr_e2e::{Env, wait_for};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+
+const NS_FINALIZER: &str = "externalsecrets.external-secrets.io/ces-wild";
+
+fn ces_api(env: &Env) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("external-secrets.io", "v1", "ClusterExternalSecret");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "clusterexternalsecrets");
+    Api::all_with(env.client(), &ar)
+}
+
+async fn apply_ces(env: &Env, spec: Value) {
+    let obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
+        "metadata": {"name": "wild"}, "spec": spec});
+    ces_api(env)
+        .patch(
+            "wild",
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .unwrap();
+}
+
+async fn ces_status(env: &Env) -> Value {
+    let o = ces_api(env).get("wild").await.unwrap();
+    serde_json::to_value(o).unwrap()["status"].clone()
+}
+
+/// Waits until the CES status has exactly these provisioned namespaces (sorted).
+async fn wait_provisioned(env: &Env, want: &[&str]) -> Value {
+    let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    wait_for(
+        &format!("provisionedNamespaces = {want:?}"),
+        TIMEOUT,
+        || async {
+            let st = ces_status(env).await;
+            let got: Vec<String> = st["provisionedNamespaces"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (got == want).then_some(st)
+        },
+    )
+    .await
+    .unwrap()
+}
+
+/// Creates a namespace with labels (deleted again by the test).
+async fn create_ns(env: &Env, name: &str, labels: Value) {
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+    Api::<Namespace>::all(env.client())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
+async fn ns_finalizers(env: &Env, name: &str) -> Vec<String> {
+    Api::<Namespace>::all(env.client())
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .finalizers
+        .unwrap_or_default()
+}
+
+async fn wait_gone(env: &Env, kind: &str, ns: &str, name: &str) {
+    wait_for(&format!("{kind} {ns}/{name} gone"), TIMEOUT, || async {
+        get(env, kind, ns, name).await.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+fn es_spec() -> Value {
+    json!({
+        "refreshInterval": "1h",
+        "secretStoreRef": {"kind": "ClusterSecretStore", "name": "fake"},
+        "target": {"name": "wild-secret"},
+        "data": [{"secretKey": "cert", "remoteRef": {"key": "/tls/cert"}}]
+    })
+}
+
+async fn setup(env: &Env) {
+    apply(
+        env,
+        "",
+        fake_css("fake", json!([{"key": "/tls/cert", "value": "CERT"}])),
+    )
+    .await;
+    wait_condition(env, "ClusterSecretStore", "", "fake", "True", "Valid").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selection_new_namespaces_stop_matching_and_deletion() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    setup(&env).await;
+    let sfx = env.namespace("sfx").await.unwrap(); // unique suffix for this run
+    let sfx = sfx.trim_start_matches("sfx-").to_string();
+    let by_label = format!("lbl-{sfx}");
+    let by_name = format!("named-{sfx}");
+    let by_regex = format!("feature-{sfx}");
+    let other = format!("other-{sfx}");
+    create_ns(&env, &by_label, json!({"ces": "yes"})).await;
+    create_ns(&env, &by_name, json!({})).await;
+    create_ns(&env, &by_regex, json!({})).await;
+    create_ns(&env, &other, json!({"ces": "no"})).await;
+
+    apply_ces(
+        &env,
+        json!({
+            "externalSecretSpec": es_spec(),
+            "externalSecretMetadata": {"labels": {"team": "platform"}},
+            "namespaceSelectors": [{"matchLabels": {"ces": "yes"}}],
+            "namespaces": [by_name],
+            "namespaceRegexes": ["^feature-"],
+            "refreshTime": "1h"
+        }),
+    )
+    .await;
+    let st = wait_provisioned(&env, &[&by_label, &by_name, &by_regex]).await;
+    assert_eq!(st["externalSecretName"], "wild");
+    assert_eq!(
+        st["conditions"],
+        json!([{"type": "Ready", "status": "True"}])
+    );
+    assert!(
+        st.get("failedNamespaces").is_none_or(Value::is_null),
+        "{st}"
+    );
+    for ns in [&by_label, &by_name, &by_regex] {
+        wait_secret_data(&env, ns, "wild-secret", &[("cert", "CERT")]).await;
+        let es = get(&env, "ExternalSecret", ns, "wild").await.unwrap();
+        assert_eq!(es["metadata"]["labels"], json!({"team": "platform"}));
+        let owner = &es["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], "ClusterExternalSecret");
+        assert_eq!(owner["controller"], true);
+        assert!(
+            ns_finalizers(&env, ns)
+                .await
+                .contains(&NS_FINALIZER.to_string())
+        );
+    }
+    assert!(get(&env, "ExternalSecret", &other, "wild").await.is_none());
+    assert!(
+        !ns_finalizers(&env, &other)
+            .await
+            .contains(&NS_FINALIZER.to_string())
+    );
+
+    // A new matching namespace (by label, and by regex) gets its Secret without waiting for refreshTime.
+    let late = format!("late-{sfx}");
+    create_ns(&env, &late, json!({"ces": "yes"})).await;
+    let late_rx = format!("feature-late-{sfx}");
+    create_ns(&env, &late_rx, json!({})).await;
+    wait_secret_data(&env, &late, "wild-secret", &[("cert", "CERT")]).await;
+    wait_secret_data(&env, &late_rx, "wild-secret", &[("cert", "CERT")]).await;
+
+    // A namespace that stops matching is cleaned up: ES (and with it, by ownership, its Secret) and finalizer.
+    Api::<Namespace>::all(env.client())
+        .patch(
+            &by_label,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"ces": "no"}}})),
+        )
+        .await
+        .unwrap();
+    wait_gone(&env, "ExternalSecret", &by_label, "wild").await;
+    wait_provisioned(&env, &[&by_name, &by_regex, &late, &late_rx]).await;
+    assert!(
+        !ns_finalizers(&env, &by_label)
+            .await
+            .contains(&NS_FINALIZER.to_string())
+    );
+
+    // force-sync is mirrored onto the ExternalSecrets.
+    ces_api(&env)
+        .patch(
+            "wild",
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({"metadata": {"annotations": {"external-secrets.io/force-sync": "now"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_for("force-sync mirrored", TIMEOUT, || async {
+        let es = get(&env, "ExternalSecret", &by_name, "wild").await?;
+        (es["metadata"]["annotations"]["external-secrets.io/force-sync"] == "now").then_some(())
+    })
+    .await
+    .unwrap();
+
+    // A CES deletion cleans up every ExternalSecret and namespace finalizer.
+    ces_api(&env)
+        .delete("wild", &DeleteParams::default())
+        .await
+        .unwrap();
+    for ns in [&by_name, &by_regex, &late, &late_rx] {
+        wait_gone(&env, "ExternalSecret", ns, "wild").await;
+        assert!(
+            !ns_finalizers(&env, ns)
+                .await
+                .contains(&NS_FINALIZER.to_string())
+        );
+    }
+    wait_for("CES gone", TIMEOUT, || async {
+        ces_api(&env)
+            .get_opt("wild")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    for ns in [&by_label, &by_name, &by_regex, &other, &late, &late_rx] {
+        let _ = Api::<Namespace>::all(env.client())
+            .delete(ns, &DeleteParams::background())
+            .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_external_secret_is_reported_and_kept() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    setup(&env).await;
+    let a = env.namespace("confa").await.unwrap();
+    let b = env.namespace("confb").await.unwrap();
+    // A foreign ExternalSecret named like the CES's target in namespace a.
+    let mut foreign = es("wild", es_spec());
+    foreign["metadata"]["labels"] = json!({"owner": "someone-else"});
+    apply(&env, &a, foreign).await;
+    apply_ces(
+        &env,
+        json!({"externalSecretSpec": es_spec(), "namespaces": [a, b]}),
+    )
+    .await;
+    let st = wait_provisioned(&env, &[&b]).await;
+    assert_eq!(
+        st["failedNamespaces"],
+        json!([{"namespace": a, "reason": "external secret already exists in namespace"}])
+    );
+    assert_eq!(
+        st["conditions"],
+        json!([{"type": "Ready", "status": "False", "message": "one or more namespaces failed"}])
+    );
+    // The foreign ExternalSecret is untouched.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let f = get(&env, "ExternalSecret", &a, "wild").await.unwrap();
+    assert_eq!(f["metadata"]["labels"], json!({"owner": "someone-else"}));
+    assert!(f["metadata"]["ownerReferences"].is_null(), "{f}");
+    wait_secret_data(&env, &b, "wild-secret", &[("cert", "CERT")]).await;
+
+    // Once the foreign ExternalSecret is gone, the CES takes the namespace.
+    delete(&env, "ExternalSecret", &a, "wild").await;
+    let st = wait_provisioned(&env, &[&a, &b]).await;
+    assert_eq!(
+        st["conditions"],
+        json!([{"type": "Ready", "status": "True"}])
+    );
+}
