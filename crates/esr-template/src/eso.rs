@@ -158,12 +158,13 @@ fn execute(name: &str, text: &str, data: &BTreeMap<String, Vec<u8>>) -> Result<V
 }
 
 /// Parsed templates by (name, text): the controller renders the same templates
-/// on every refresh. Bounded; cleared when full.
+/// on every refresh. Bounded (at most 1024 templates of up to 8 KiB each are
+/// kept; the cache is cleared when full).
 fn parse_cached(name: &str, text: &str) -> Result<Arc<Template>, crate::parse::ParseError> {
     type Cache = Mutex<HashMap<(String, String), Arc<Template>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    const MAX_ENTRIES: usize = 2048;
-    const MAX_TEXT: usize = 64 * 1024;
+    const MAX_ENTRIES: usize = 1024;
+    const MAX_TEXT: usize = 8 * 1024;
     let cache = CACHE.get_or_init(Cache::default);
     let key = (name.to_string(), text.to_string());
     if let Some(t) = cache
