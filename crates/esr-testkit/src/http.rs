@@ -589,8 +589,10 @@ async fn serve(
                 .as_str()
                 .is_some_and(|r| !r.is_empty())
             {
-                // the etcd3 storage layer refuses this as an internal error
-                return Err(ApiError::internal(
+                // a plain storage error: the apiserver answers 500 with reason Unknown
+                return Err(ApiError::new(
+                    500,
+                    "Unknown",
                     "resourceVersion should not be set on objects to be created",
                 ));
             }

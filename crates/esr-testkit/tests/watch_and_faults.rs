@@ -459,7 +459,7 @@ async fn kube_streaming_list_watcher() {
     c.metadata.resource_version = Some("5".into());
     let e = api.create(&PostParams::default(), &c).await.unwrap_err();
     assert!(
-        matches!(e, kube::Error::Api(ref s) if s.code == 500 && s.message == "resourceVersion should not be set on objects to be created"),
+        matches!(e, kube::Error::Api(ref s) if s.code == 500 && s.reason == "Unknown" && s.message == "resourceVersion should not be set on objects to be created"),
         "{e}"
     );
 }
