@@ -1,3 +1,4 @@
+pub mod ces;
 pub mod controller;
 pub mod convert;
 pub mod fetch;
@@ -6,6 +7,7 @@ pub mod leader;
 pub mod metrics;
 pub mod pipeline;
 pub mod plan;
+pub mod pushsecret;
 pub mod ratelimit;
 pub mod refresh;
 pub mod server;

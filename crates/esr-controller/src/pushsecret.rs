@@ -1,0 +1,862 @@
+//! PushSecret (eso-inventory §4): a pure planning core ([`entries_for_store`], [`stale_entries`],
+//! [`refresh_due`], [`ready_condition`]) and the reconciler ([`run`]) that pushes through the
+//! provider trait (`push_secret` / `delete_secret` / `secret_exists`), so every provider that
+//! implements push works without provider-specific code.
+//!
+//! Supported: source Secret by name, `data[].match`, `dataTo` (storeRef by name, `match.regexp`,
+//! `remoteKey` bundling, `rewrite[].regexp`), `updatePolicy`, `deletionPolicy` with the
+//! PushSecret finalizer, `refreshInterval`, status and events. Not yet: source by label
+//! selector, `selector.generatorRef`, `template`, store `labelSelector`, `rewrite[].transform`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use esr_api::consts::FINALIZER_PUSHSECRET;
+use esr_api::v1::SecretStoreKind;
+use esr_api::v1alpha1::{
+    PushSecret, PushSecretData, PushSecretDeletionPolicy, PushSecretMatch, PushSecretRemoteRef,
+    PushSecretSpec, PushSecretStoreRef, PushSecretUpdatePolicy,
+};
+use esr_provider::store::{StoreRef, StoreResolution, resolve_store};
+use esr_provider::{ClientContext, PushRemoteRef, PushRequest, SecretsClient, StoreKind};
+use futures::StreamExt;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+use regex::Regex;
+use tracing::{debug, info, warn};
+
+use crate::controller::Context;
+
+/// Ready message on success.
+pub const MSG_SYNCED: &str = "PushSecret synced successfully";
+/// Appended to [`MSG_SYNCED`] with `updatePolicy: IfNotExists`.
+pub const MSG_UNCHANGED_SUFFIX: &str = ". Existing secrets in providers unchanged.";
+/// Ready reasons.
+pub const REASON_SYNCED: &str = "Synced";
+/// Ready reason of a failure.
+pub const REASON_ERRORED: &str = "Errored";
+/// Ready reason when the source Secret is gone.
+pub const REASON_SOURCE_DELETED: &str = "SourceDeleted";
+/// Default `refreshInterval`.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(3600);
+/// Extra delay ESO adds when requeueing a skipped PushSecret.
+pub const SKIP_REQUEUE_SLACK: Duration = Duration::from_secs(5);
+
+/// `syncedPushSecrets`: `<Kind>/<storeName>` → `<remoteKey>[/<property>]` → entry.
+pub type Synced = BTreeMap<String, BTreeMap<String, PushSecretData>>;
+
+/// One value to push to one store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushEntry {
+    /// Source key (`None`: the whole Secret as a JSON object).
+    pub secret_key: Option<String>,
+    /// Destination.
+    pub remote: PushRemoteRef,
+    /// The spec entry recorded in `syncedPushSecrets`.
+    pub data: PushSecretData,
+    /// For dataTo bundles: only these source keys go into the JSON object.
+    pub only_keys: Option<Vec<String>>,
+}
+
+/// `"<Kind>/<name>"`.
+pub fn store_key(r: &StoreRef) -> String {
+    let kind = match r.kind {
+        StoreKind::SecretStore => "SecretStore",
+        StoreKind::ClusterSecretStore => "ClusterSecretStore",
+    };
+    format!("{kind}/{}", r.name)
+}
+
+/// `"<remoteKey>[/<property>]"`.
+pub fn status_key(r: &PushRemoteRef) -> String {
+    match r.property.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) => format!("{}/{p}", r.remote_key),
+        None => r.remote_key.clone(),
+    }
+}
+
+fn remote_of(m: &PushSecretMatch) -> PushRemoteRef {
+    PushRemoteRef::new(m.remote_ref.remote_key.clone())
+        .with_property(m.remote_ref.property.clone().unwrap_or_default())
+}
+
+fn kind_of(k: Option<SecretStoreKind>) -> StoreKind {
+    match k {
+        Some(SecretStoreKind::ClusterSecretStore) => StoreKind::ClusterSecretStore,
+        _ => StoreKind::SecretStore,
+    }
+}
+
+/// The stores of `secretStoreRefs` (by name; a label selector is an error for now).
+pub fn store_refs(spec: &PushSecretSpec) -> Result<Vec<StoreRef>, String> {
+    spec.secret_store_refs
+        .iter()
+        .map(|r| match r.name.as_deref().filter(|n| !n.is_empty()) {
+            Some(n) => Ok(StoreRef {
+                kind: kind_of(r.kind),
+                name: n.to_string(),
+            }),
+            None => Err("secretStoreRefs[].labelSelector is not supported by esr yet".to_string()),
+        })
+        .collect()
+}
+
+fn store_ref_matches(r: &PushSecretStoreRef, store: &StoreRef) -> bool {
+    kind_of(r.kind) == store.kind && r.name.as_deref() == Some(store.name.as_str())
+}
+
+/// The entries to push to `store`: every `data[]` entry, then the `dataTo[]` entries whose storeRef
+/// is this store (keys matched by `match.regexp`, renamed by `rewrite[].regexp`, bundled into one
+/// remote secret with `remoteKey`). Keys are sorted; duplicates (same remote) are an error.
+pub fn entries_for_store(
+    spec: &PushSecretSpec,
+    store: &StoreRef,
+    source: &Secret,
+) -> Result<Vec<PushEntry>, String> {
+    let mut out = Vec::new();
+    for d in spec.data.iter().flatten() {
+        out.push(PushEntry {
+            secret_key: d.match_.secret_key.clone().filter(|k| !k.is_empty()),
+            remote: remote_of(&d.match_),
+            data: d.clone(),
+            only_keys: None,
+        });
+    }
+    let keys: Vec<String> = source
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, _)| k.clone())
+        .collect();
+    for (i, dt) in spec.data_to.iter().flatten().enumerate() {
+        let Some(sr) = &dt.store_ref else { continue };
+        if !store_ref_matches(sr, store) {
+            continue;
+        }
+        let re = match dt
+            .match_
+            .as_ref()
+            .and_then(|m| m.regexp.as_deref())
+            .filter(|r| !r.is_empty())
+        {
+            Some(r) => {
+                Some(Regex::new(r).map_err(|e| format!("dataTo[{i}]: invalid match.regexp: {e}"))?)
+            }
+            None => None,
+        };
+        let matched: Vec<String> = keys
+            .iter()
+            .filter(|k| re.as_ref().is_none_or(|r| r.is_match(k)))
+            .cloned()
+            .collect();
+        let metadata = dt.metadata.clone();
+        if let Some(rk) = dt.remote_key.as_deref().filter(|k| !k.is_empty()) {
+            let data = PushSecretData {
+                match_: PushSecretMatch {
+                    secret_key: None,
+                    remote_ref: PushSecretRemoteRef {
+                        remote_key: rk.to_string(),
+                        property: None,
+                    },
+                },
+                metadata,
+                conversion_strategy: dt.conversion_strategy,
+            };
+            out.push(PushEntry {
+                secret_key: None,
+                remote: PushRemoteRef::new(rk),
+                data,
+                only_keys: Some(matched),
+            });
+            continue;
+        }
+        for k in matched {
+            let mut remote = k.clone();
+            for (j, rw) in dt.rewrite.iter().flatten().enumerate() {
+                if let Some(rx) = &rw.regexp {
+                    let r = Regex::new(&rx.source)
+                        .map_err(|e| format!("dataTo[{i}].rewrite[{j}]: invalid regexp: {e}"))?;
+                    remote = r.replace_all(&remote, rx.target.as_str()).into_owned();
+                } else if rw.transform.is_some() {
+                    return Err(format!(
+                        "dataTo[{i}].rewrite[{j}]: transform is not supported by esr yet"
+                    ));
+                }
+            }
+            let data = PushSecretData {
+                match_: PushSecretMatch {
+                    secret_key: Some(k.clone()),
+                    remote_ref: PushSecretRemoteRef {
+                        remote_key: remote.clone(),
+                        property: None,
+                    },
+                },
+                metadata: metadata.clone(),
+                conversion_strategy: dt.conversion_strategy,
+            };
+            out.push(PushEntry {
+                secret_key: Some(k),
+                remote: PushRemoteRef::new(remote),
+                data,
+                only_keys: None,
+            });
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for e in &out {
+        if !seen.insert(status_key(&e.remote)) {
+            return Err(format!(
+                "duplicate remote destination {:?} for store {}",
+                status_key(&e.remote),
+                store_key(store)
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Builds the provider request of an entry.
+pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, String> {
+    let mut src = source.clone();
+    if let Some(only) = &entry.only_keys {
+        let data: BTreeMap<String, ByteString> = source
+            .data
+            .iter()
+            .flatten()
+            .filter(|(k, _)| only.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        src.data = Some(data);
+    }
+    PushRequest::from_secret(
+        src,
+        entry.remote.clone(),
+        entry.secret_key.clone(),
+        entry.data.metadata.as_ref().map(|m| m.0.clone()),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Entries in `old` that are not in `new` (to delete with `deletionPolicy: Delete`).
+pub fn stale_entries(old: &Synced, new: &Synced) -> Vec<(String, PushRemoteRef)> {
+    let mut out = Vec::new();
+    for (store, entries) in old {
+        for (key, d) in entries {
+            if new.get(store).is_some_and(|m| m.contains_key(key)) {
+                continue;
+            }
+            out.push((store.clone(), remote_of(&d.match_)));
+        }
+    }
+    out
+}
+
+/// Parses `"<Kind>/<name>"`.
+pub fn parse_store_key(k: &str) -> Option<StoreRef> {
+    let (kind, name) = k.split_once('/')?;
+    let kind = match kind {
+        "SecretStore" => StoreKind::SecretStore,
+        "ClusterSecretStore" => StoreKind::ClusterSecretStore,
+        _ => return None,
+    };
+    Some(StoreRef {
+        kind,
+        name: name.to_string(),
+    })
+}
+
+/// `refreshInterval` (default 1h).
+pub fn refresh_interval(spec: &PushSecretSpec) -> Duration {
+    match spec.refresh_interval.as_deref().filter(|s| !s.is_empty()) {
+        None => DEFAULT_REFRESH,
+        Some(s) => esr_api::duration::parse(s)
+            .ok()
+            .and_then(|d| d.to_std())
+            .unwrap_or(DEFAULT_REFRESH),
+    }
+}
+
+/// ESO's PushSecret refresh decision: a resource-version mismatch first (so a spec change
+/// re-pushes even with `refreshInterval: 0`), then the interval. `Err(wait)` = skip and requeue.
+pub fn refresh_due(
+    synced_rv: Option<&str>,
+    current_rv: &str,
+    refresh_time: Option<DateTime<Utc>>,
+    interval: Duration,
+    now: DateTime<Utc>,
+) -> Result<(), Option<Duration>> {
+    if synced_rv != Some(current_rv) {
+        return Ok(());
+    }
+    if interval.is_zero() {
+        return Err(None);
+    }
+    let Some(rt) = refresh_time else {
+        return Ok(());
+    };
+    let elapsed = (now - rt).to_std().unwrap_or(Duration::ZERO);
+    if elapsed >= interval {
+        Ok(())
+    } else {
+        Err(Some(interval - elapsed + SKIP_REQUEUE_SLACK))
+    }
+}
+
+/// The Ready condition `(status, reason, message)` of a successful push.
+pub fn ready_condition(policy: PushSecretUpdatePolicy) -> (&'static str, &'static str, String) {
+    let msg = match policy {
+        PushSecretUpdatePolicy::IfNotExists => format!("{MSG_SYNCED}{MSG_UNCHANGED_SUFFIX}"),
+        PushSecretUpdatePolicy::Replace => MSG_SYNCED.to_string(),
+    };
+    ("True", REASON_SYNCED, msg)
+}
+
+/// A merge patch turning `old` into `new` (removed keys become null).
+pub fn synced_patch(old: &Synced, new: &Synced) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for (store, entries) in new {
+        let mut m = serde_json::Map::new();
+        for (k, d) in entries {
+            m.insert(k.clone(), serde_json::to_value(d).unwrap_or_default());
+        }
+        if let Some(o) = old.get(store) {
+            for k in o.keys().filter(|k| !entries.contains_key(*k)) {
+                m.insert(k.clone(), serde_json::Value::Null);
+            }
+        }
+        out.insert(store.clone(), serde_json::Value::Object(m));
+    }
+    for store in old.keys().filter(|s| !new.contains_key(*s)) {
+        out.insert(store.clone(), serde_json::Value::Null);
+    }
+    serde_json::Value::Object(out)
+}
+
+// ------------------------------------------------------------------------------------------------
+// IO
+// ------------------------------------------------------------------------------------------------
+
+/// Errors of a PushSecret reconcile (retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Kubernetes API error.
+    #[error("kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    /// A push failure (recorded in status and events).
+    #[error("{0}")]
+    Push(String),
+}
+
+/// Reconciler state.
+pub struct PsContext {
+    ctx: Arc<Context>,
+    recorder: Recorder,
+    failures: Mutex<HashMap<(String, String), u32>>,
+}
+
+fn time_string(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn refresh_time_of(ps: &PushSecret) -> Option<DateTime<Utc>> {
+    let t = ps.status.as_ref()?.refresh_time.as_ref()?;
+    let s = serde_json::to_value(t).ok()?;
+    DateTime::parse_from_rfc3339(s.as_str()?)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
+}
+
+fn current_rv(ps: &PushSecret) -> String {
+    crate::hash::synced_resource_version(
+        ps.meta().generation.unwrap_or_default(),
+        ps.labels(),
+        ps.annotations(),
+    )
+}
+
+async fn client_for(
+    pctx: &PsContext,
+    ns: &str,
+    r: &StoreRef,
+) -> Result<Option<Arc<dyn SecretsClient>>, String> {
+    let ctx = &pctx.ctx;
+    let opts = esr_provider::ResolveOptions {
+        controller_class: ctx.config.controller_class.clone(),
+        flood_gate: ctx.config.flood_gate,
+    };
+    let store = match resolve_store(&ctx.stores, ns, r, &opts).await {
+        Ok(StoreResolution::Use(s)) => s,
+        Ok(StoreResolution::Skip) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let provider = ctx.registry.for_store(&store).map_err(|e| e.to_string())?;
+    let cctx = ClientContext::new(&store, Some(ns), ctx.kube.clone())
+        .with_recorder(Arc::new(ctx.metrics.clone()));
+    provider
+        .new_client(&cctx)
+        .await
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+async fn publish(pctx: &PsContext, ps: &PushSecret, warning: bool, reason: &str, note: &str) {
+    let e = KubeEvent {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_string(),
+        note: Some(note.to_string()),
+        action: reason.to_string(),
+        secondary: None,
+    };
+    if let Err(err) = pctx.recorder.publish(&e, &ps.object_ref(&())).await {
+        warn!(error = %err, "failed to publish event");
+    }
+}
+
+async fn set_finalizers(
+    api: &Api<PushSecret>,
+    ps: &PushSecret,
+    f: Vec<String>,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({"metadata": {"finalizers": f, "resourceVersion": ps.resource_version()}});
+    api.patch(
+        &ps.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Deletes synced entries; returns what could not be deleted.
+async fn delete_entries(
+    pctx: &PsContext,
+    ns: &str,
+    entries: &[(String, PushRemoteRef)],
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut clients: HashMap<String, Option<Arc<dyn SecretsClient>>> = HashMap::new();
+    for (store, remote) in entries {
+        let Some(sr) = parse_store_key(store) else {
+            continue;
+        };
+        if !clients.contains_key(store) {
+            let c = match client_for(pctx, ns, &sr).await {
+                Ok(c) => c,
+                Err(e) => {
+                    errors.push(format!("{store}: {e}"));
+                    None
+                }
+            };
+            clients.insert(store.clone(), c);
+        }
+        if let Some(Some(c)) = clients.get(store)
+            && let Err(e) = c.delete_secret(remote).await
+            && !e.is_not_found()
+        {
+            errors.push(format!("{store} {}: {e}", status_key(remote)));
+        }
+    }
+    errors
+}
+
+fn synced_of(ps: &PushSecret) -> Synced {
+    ps.status
+        .as_ref()
+        .and_then(|s| s.synced_push_secrets.clone())
+        .unwrap_or_default()
+}
+
+fn flat(s: &Synced) -> Vec<(String, PushRemoteRef)> {
+    stale_entries(s, &Synced::new())
+}
+
+async fn write_status(
+    api: &Api<PushSecret>,
+    ps: &PushSecret,
+    cond: (&str, &str, String),
+    synced: Option<(&Synced, &Synced)>,
+    refreshed: Option<(DateTime<Utc>, String)>,
+) -> Result<(), kube::Error> {
+    let old_cond = ps
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    let ltt = match old_cond {
+        Some(c) if c.status == cond.0 => c
+            .last_transition_time
+            .as_ref()
+            .and_then(|t| serde_json::to_value(t).ok()),
+        _ => None,
+    }
+    .unwrap_or_else(|| serde_json::Value::String(time_string(Utc::now())));
+    let mut st = serde_json::json!({
+        "conditions": [{"type": "Ready", "status": cond.0, "reason": cond.1, "message": cond.2,
+                        "lastTransitionTime": ltt}]
+    });
+    if let Some((old, new)) = synced {
+        st["syncedPushSecrets"] = synced_patch(old, new);
+    }
+    if let Some((t, rv)) = refreshed {
+        st["refreshTime"] = serde_json::Value::String(time_string(t));
+        st["syncedResourceVersion"] = serde_json::Value::String(rv);
+    }
+    api.patch_status(
+        &ps.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "status": st })),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// The PushSecret reconciler.
+pub async fn reconcile(ps: Arc<PushSecret>, pctx: Arc<PsContext>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let res = reconcile_inner(&ps, &pctx).await;
+    debug!(ps = %ps.name_any(), elapsed = ?started.elapsed(), "reconciled PushSecret");
+    if res.is_ok() {
+        pctx.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(ps.namespace().unwrap_or_default(), ps.name_any()));
+    }
+    res
+}
+
+async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Error> {
+    let name = ps.name_any();
+    let ns = ps.namespace().unwrap_or_default();
+    let api: Api<PushSecret> = Api::namespaced(pctx.ctx.client.clone(), &ns);
+    let delete_policy = ps.spec.deletion_policy == Some(PushSecretDeletionPolicy::Delete);
+    let has_fin = ps.finalizers().iter().any(|f| f == FINALIZER_PUSHSECRET);
+    let old = synced_of(ps);
+
+    if ps.meta().deletion_timestamp.is_some() {
+        if has_fin {
+            if delete_policy {
+                let errors = delete_entries(pctx, &ns, &flat(&old)).await;
+                if !errors.is_empty() {
+                    let msg = format!("error deleting secrets: {}", errors.join("; "));
+                    publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+                    return Err(Error::Push(msg));
+                }
+            }
+            let rest = ps
+                .finalizers()
+                .iter()
+                .filter(|f| *f != FINALIZER_PUSHSECRET)
+                .cloned()
+                .collect();
+            set_finalizers(&api, ps, rest).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if delete_policy && !has_fin {
+        let mut f = ps.finalizers().to_vec();
+        f.push(FINALIZER_PUSHSECRET.to_string());
+        set_finalizers(&api, ps, f).await?;
+    } else if !delete_policy && has_fin {
+        let rest = ps
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER_PUSHSECRET)
+            .cloned()
+            .collect();
+        set_finalizers(&api, ps, rest).await?;
+    }
+
+    let rv = current_rv(ps);
+    let interval = refresh_interval(&ps.spec);
+    let now = Utc::now();
+    let synced_rv = ps
+        .status
+        .as_ref()
+        .and_then(|s| s.synced_resource_version.as_deref());
+    if let Err(wait) = refresh_due(synced_rv, &rv, refresh_time_of(ps), interval, now) {
+        return Ok(wait
+            .map(Action::requeue)
+            .unwrap_or_else(Action::await_change));
+    }
+
+    let fail_api = api.clone();
+    let fail = |msg: String| async move {
+        publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+        write_status(
+            &fail_api,
+            ps,
+            ("False", REASON_ERRORED, msg.clone()),
+            None,
+            None,
+        )
+        .await?;
+        Err::<Action, Error>(Error::Push(msg))
+    };
+
+    if ps.spec.selector.generator_ref.is_some() {
+        return fail("selector.generatorRef is not supported by esr yet".to_string()).await;
+    }
+    if ps.spec.template.is_some() {
+        return fail("template is not supported by esr PushSecrets yet".to_string()).await;
+    }
+    let Some(src_name) = ps
+        .spec
+        .selector
+        .secret
+        .as_ref()
+        .and_then(|s| s.name.clone())
+        .filter(|n| !n.is_empty())
+    else {
+        return fail(
+            "selector.secret.selector (label selector) is not supported by esr yet".to_string(),
+        )
+        .await;
+    };
+    let secrets: Api<Secret> = Api::namespaced(pctx.ctx.client.clone(), &ns);
+    let Some(source) = secrets.get_opt(&src_name).await? else {
+        let mut remaining = old.clone();
+        if delete_policy && !old.is_empty() {
+            let errors = delete_entries(pctx, &ns, &flat(&old)).await;
+            if errors.is_empty() {
+                remaining = Synced::new();
+            }
+        }
+        let msg = format!("source secret {src_name} does not exist");
+        publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
+        write_status(
+            &api,
+            ps,
+            ("False", REASON_SOURCE_DELETED, msg),
+            Some((&old, &remaining)),
+            None,
+        )
+        .await?;
+        return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
+    };
+
+    let stores = match store_refs(&ps.spec) {
+        Ok(s) => s,
+        Err(e) => return fail(e).await,
+    };
+    let if_not_exists = ps.spec.update_policy == Some(PushSecretUpdatePolicy::IfNotExists);
+    let mut new = Synced::new();
+    let mut errors = Vec::new();
+    for sr in &stores {
+        let skey = store_key(sr);
+        let client = match client_for(pctx, &ns, sr).await {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => {
+                errors.push(format!(
+                    "could not get secrets client for store {}: {e}",
+                    sr.name
+                ));
+                // Keep what was synced so it is not considered stale.
+                if let Some(o) = old.get(&skey) {
+                    new.insert(skey.clone(), o.clone());
+                }
+                continue;
+            }
+        };
+        let entries = match entries_for_store(&ps.spec, sr, &source) {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let slot = new.entry(skey.clone()).or_default();
+        for e in entries {
+            let key = status_key(&e.remote);
+            if if_not_exists {
+                match client.secret_exists(&e.remote).await {
+                    Ok(true) => {
+                        // Existing remote secret: left unchanged (and only tracked if esr pushed it before).
+                        if let Some(d) = old.get(&skey).and_then(|m| m.get(&key)) {
+                            slot.insert(key, d.clone());
+                        }
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(err) => {
+                        errors.push(format!("could not verify if secret exists in store: {err}"));
+                        continue;
+                    }
+                }
+            }
+            let req = match request(&e, &source) {
+                Ok(r) => r,
+                Err(err) => {
+                    errors.push(format!("set secret failed: {err}"));
+                    continue;
+                }
+            };
+            match client.push_secret(&req).await {
+                Ok(()) => {
+                    slot.insert(key, e.data.clone());
+                }
+                Err(err) => {
+                    if let Some(d) = old.get(&skey).and_then(|m| m.get(&key)) {
+                        slot.insert(key, d.clone());
+                    }
+                    errors.push(format!("set secret failed: could not write remote ref {} to target secretstore {}: {err}", status_key(&e.remote), sr.name));
+                }
+            }
+        }
+        if slot.is_empty() {
+            new.remove(&skey);
+        }
+    }
+
+    if delete_policy && errors.is_empty() {
+        let stale = stale_entries(&old, &new);
+        let del_errors = delete_entries(pctx, &ns, &stale).await;
+        if !del_errors.is_empty() {
+            // Keep the entries that could not be deleted.
+            for (store, r) in &stale {
+                if let Some(d) = old.get(store).and_then(|m| m.get(&status_key(r))) {
+                    new.entry(store.clone())
+                        .or_default()
+                        .insert(status_key(r), d.clone());
+                }
+            }
+            errors.extend(del_errors);
+        }
+    } else if !delete_policy {
+        // deletionPolicy None: entries removed from the spec are forgotten, never deleted.
+    }
+
+    if !errors.is_empty() {
+        let msg = errors.join("; ");
+        publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+        write_status(
+            &api,
+            ps,
+            ("False", REASON_ERRORED, msg.clone()),
+            Some((&old, &new)),
+            None,
+        )
+        .await?;
+        return Err(Error::Push(msg));
+    }
+    let policy = ps.spec.update_policy.unwrap_or_default();
+    let cond = ready_condition(policy);
+    let was_ready = ps
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True" && c.message.as_deref() == Some(cond.2.as_str()));
+    write_status(&api, ps, cond.clone(), Some((&old, &new)), Some((now, rv))).await?;
+    if !was_ready || old != new {
+        publish(pctx, ps, false, REASON_SYNCED, &cond.2).await;
+        info!(ps = %name, namespace = %ns, "pushed secret");
+    }
+    Ok(if interval.is_zero() {
+        Action::await_change()
+    } else {
+        Action::requeue(interval)
+    })
+}
+
+fn error_policy(ps: Arc<PushSecret>, err: &Error, pctx: Arc<PsContext>) -> Action {
+    let mut f = pctx.failures.lock().unwrap_or_else(|p| p.into_inner());
+    let n = f
+        .entry((ps.namespace().unwrap_or_default(), ps.name_any()))
+        .or_insert(0);
+    let delay = crate::refresh::backoff(*n);
+    *n = n.saturating_add(1);
+    warn!(ps = %ps.name_any(), error = %err, retry_in = ?delay, "PushSecret reconcile failed");
+    Action::requeue(delay)
+}
+
+/// PushSecrets (from the cache) whose source is the Secret `namespace/name`.
+pub fn ps_for_secret(
+    store: &Store<PushSecret>,
+    namespace: &str,
+    name: &str,
+) -> Vec<ObjectRef<PushSecret>> {
+    store
+        .state()
+        .iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace))
+        .filter(|p| {
+            p.spec
+                .selector
+                .secret
+                .as_ref()
+                .and_then(|s| s.name.as_deref())
+                == Some(name)
+        })
+        .map(|p| ObjectRef::from_obj(&**p))
+        .collect()
+}
+
+/// Runs the PushSecret controller until `shutdown` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = ctx.client.clone();
+    let ns = ctx.config.namespace.clone();
+    let ps_api: Api<PushSecret> = match &ns {
+        Some(n) => Api::namespaced(client.clone(), n),
+        None => Api::all(client.clone()),
+    };
+    let secret_api: Api<PartialObjectMeta<Secret>> = match &ns {
+        Some(n) => Api::namespaced(client.clone(), n),
+        None => Api::all(client.clone()),
+    };
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: esr_api::consts::EVENT_SOURCE_PUSHSECRET.to_string(),
+            instance: ctx.config.instance.clone(),
+        },
+    );
+    let concurrency = ctx.config.concurrency;
+    let pctx = Arc::new(PsContext {
+        ctx,
+        recorder,
+        failures: Mutex::new(HashMap::new()),
+    });
+    let secret_stream = watcher(secret_api, watcher::Config::default())
+        .default_backoff()
+        .touched_objects()
+        .predicate_filter(
+            kube::runtime::predicates::resource_version,
+            Default::default(),
+        );
+    let controller = Controller::new(ps_api, watcher::Config::default());
+    let reader = controller.store();
+    controller
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        .watches_stream(secret_stream, move |s| {
+            ps_for_secret(&reader, &s.namespace().unwrap_or_default(), &s.name_any())
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, pctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                debug!(error = %e, "PushSecret controller event");
+            }
+        })
+        .await;
+}
+
+#[cfg(test)]
+#[path = "pushsecret_tests.rs"]
+mod tests;
