@@ -1,0 +1,163 @@
+//! Produces the ExternalSecret objects that deploy/argocd/externalsecret-health.lua is tested on
+//! (crates/esr-deploytool/tests/argocd_health.rs), in each state, with the real `esr` binary:
+//! Healthy, Degraded, no status yet (controller not running) and controller down after a spec
+//! change (an old Ready=True for an older generation).
+//!
+//! With `ESR_WRITE_ARGOCD_FIXTURES=1` the objects are written to
+//! deploy/argocd/testdata/externalsecret/e2e-<state>.json. Without it the test checks that the
+//! committed fixtures still agree with what esr produces in the fields the health check reads.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod es_support;
+
+use es_support::*;
+use esr_e2e::{Env, repo_root, str_at, wait_for};
+use serde_json::{Value, json};
+
+fn store() -> Value {
+    fake_css(
+        "argocd-fake",
+        json!([{"key": "/app/foo", "value": "value1"}, {"key": "/app/bar", "value": "value2"}]),
+    )
+}
+
+fn es_for(name: &str, key: &str) -> Value {
+    es(
+        name,
+        json!({
+            "refreshInterval": "1h",
+            "secretStoreRef": {"kind": "ClusterSecretStore", "name": "argocd-fake"},
+            "target": {"name": name},
+            "data": [{"secretKey": "foo", "remoteRef": {"key": key}}]
+        }),
+    )
+}
+
+/// Drops server-assigned noise so that fixtures are stable and small.
+fn sanitize(mut obj: Value) -> Value {
+    if let Some(meta) = obj["metadata"].as_object_mut() {
+        for k in [
+            "managedFields",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
+            meta.remove(k);
+        }
+        meta.insert("namespace".into(), json!("default"));
+    }
+    obj
+}
+
+/// What the health check reads.
+fn projection(obj: &Value) -> Value {
+    let (status, reason, message) = ready(obj);
+    json!({
+        "generation": obj.pointer("/metadata/generation"),
+        "synced": str_at(obj, "/status/syncedResourceVersion"),
+        "ready": [status, reason, message],
+        "deleting": obj.pointer("/metadata/deletionTimestamp").is_some(),
+    })
+}
+
+fn record(state: &str, obj: Value) {
+    let obj = sanitize(obj);
+    let path = repo_root()
+        .join("deploy/argocd/testdata/externalsecret")
+        .join(format!("e2e-{state}.json"));
+    if std::env::var("ESR_WRITE_ARGOCD_FIXTURES").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, serde_json::to_string_pretty(&obj).unwrap() + "\n").unwrap();
+        println!("wrote {}", path.display());
+        return;
+    }
+    let committed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run with ESR_WRITE_ARGOCD_FIXTURES=1",
+                path.display()
+            )
+        }))
+        .unwrap();
+    assert_eq!(
+        projection(&committed),
+        projection(&obj),
+        "{} is stale; regenerate with ESR_WRITE_ARGOCD_FIXTURES=1",
+        path.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn externalsecret_states_for_argocd_health() {
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("argocd").await.unwrap();
+    apply(&env, &ns, store()).await;
+
+    // No status yet: created while no controller runs.
+    apply(&env, &ns, es_for("app", "/app/foo")).await;
+    let fresh = get(&env, "ExternalSecret", &ns, "app").await.unwrap();
+    assert!(
+        fresh
+            .get("status")
+            .is_none_or(|s| ready(&json!({"status": s})).0.is_empty())
+    );
+    record("progressing-no-status", fresh);
+
+    let mut esr = env.start_esr(&[]).unwrap();
+    wait_condition(
+        &env,
+        "ClusterSecretStore",
+        "",
+        "argocd-fake",
+        "True",
+        "Valid",
+    )
+    .await;
+    let healthy = wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
+    assert!(str_at(&healthy, "/status/syncedResourceVersion").is_some_and(|v| v.starts_with("1-")));
+    record("healthy", healthy);
+
+    apply(&env, &ns, es_for("broken", "/app/missing")).await;
+    let degraded = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "broken",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    record("degraded", degraded);
+
+    // Controller down, then a spec change: generation 2, the old Ready=True for generation 1.
+    esr.stop();
+    merge_patch(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "app",
+        json!({"spec": {"data": [{"secretKey": "bar", "remoteRef": {"key": "/app/bar"}}]}}),
+    )
+    .await;
+    let down = wait_for("generation 2", TIMEOUT, || async {
+        let o = get(&env, "ExternalSecret", &ns, "app").await?;
+        (o.pointer("/metadata/generation") == Some(&json!(2))).then_some(o)
+    })
+    .await
+    .unwrap();
+    assert_eq!(ready(&down).0, "True");
+    assert!(str_at(&down, "/status/syncedResourceVersion").is_some_and(|v| v.starts_with("1-")));
+    record("progressing-controller-down", down);
+
+    // The controller comes back and syncs generation 2: healthy again.
+    let _esr = env.start_esr(&[]).unwrap();
+    let resynced = wait_for("generation 2 synced", TIMEOUT, || async {
+        let o = get(&env, "ExternalSecret", &ns, "app").await?;
+        str_at(&o, "/status/syncedResourceVersion")
+            .is_some_and(|v| v.starts_with("2-"))
+            .then_some(o)
+    })
+    .await
+    .unwrap();
+    assert_eq!(ready(&resynced).0, "True");
+    record("healthy-after-resync", resynced);
+}
