@@ -505,6 +505,9 @@ async fn serve(
         if verb != "create" {
             return Err(ApiError::method_not_allowed(method.as_str(), &t.plural));
         }
+        if rt.plural != "tokenreviews" {
+            return access_review(&rt, body, headers);
+        }
         return token_review(app, body, headers);
     }
     if t.name.is_empty() && matches!(verb, "update" | "patch") {
@@ -833,6 +836,35 @@ fn token_request(
             "metadata": {"name": t.name, "namespace": t.namespace, "creationTimestamp": null},
             "spec": spec,
             "status": {"token": token, "expirationTimestamp": ts}
+        }),
+        &[],
+    ))
+}
+
+/// Access reviews are answered like an AlwaysAllow authorizer does: everything is allowed.
+fn access_review(rt: &ResourceType, body: &[u8], headers: &HeaderMap) -> ApiResult<Resp> {
+    let req = parse_body(headers, body)?;
+    let mut spec = req["spec"].clone();
+    if !spec.is_object() {
+        spec = json!({});
+    }
+    let status = if rt.plural == "selfsubjectrulesreviews" {
+        json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false
+        })
+    } else {
+        json!({"allowed": true})
+    };
+    Ok(json_resp(
+        201,
+        &json!({
+            "kind": rt.kind,
+            "apiVersion": rt.api_version(),
+            "metadata": {"creationTimestamp": null},
+            "spec": spec,
+            "status": status
         }),
         &[],
     ))

@@ -220,6 +220,7 @@ impl Registry {
 
 const BUILTIN_GROUPS: &[&str] = &[
     "apps",
+    "authorization.k8s.io",
     "events.k8s.io",
     "authentication.k8s.io",
     "coordination.k8s.io",
@@ -565,6 +566,29 @@ fn builtin_types() -> Vec<ResourceType> {
     );
     tr.create_only = true;
     v.push(tr);
+    for (kind, plural) in [
+        ("SelfSubjectAccessReview", "selfsubjectaccessreviews"),
+        ("SubjectAccessReview", "subjectaccessreviews"),
+        ("SelfSubjectRulesReview", "selfsubjectrulesreviews"),
+    ] {
+        let mut t = bt(
+            "authorization.k8s.io",
+            "v1",
+            kind,
+            plural,
+            false,
+            &[],
+            false,
+            false,
+            object_schema(
+                "Access review (answered as by an AlwaysAllow authorizer).",
+                json!({"spec": free(), "status": free()}),
+            ),
+            &[],
+        );
+        t.create_only = true;
+        v.push(t);
+    }
     let pod_template = json!({"type": "object", "properties": {
         "metadata": object_meta_schema(),
         "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {

@@ -837,3 +837,21 @@ async fn other_builtin_kinds_are_served() {
     );
     assert_eq!(r.body["metadata"]["generation"], 2);
 }
+
+#[tokio::test]
+async fn access_reviews_allow_everything() {
+    let s = start().await;
+    let r = post(&s, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "secrets"}}})).await;
+    assert_eq!(r.code, 201);
+    assert_eq!(r.body["status"]["allowed"], true);
+    assert_eq!(r.body["spec"]["resourceAttributes"]["verb"], "get");
+    let r = post(&s, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "default"}})).await;
+    assert_eq!(r.body["status"]["resourceRules"][0]["verbs"], json!(["*"]));
+    assert_eq!(
+        get(&s, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+            .await
+            .code,
+        405
+    );
+}
