@@ -777,6 +777,16 @@ impl<'t> State<'t> {
             }
         }
         let is_builtin = matches!(callee, Callee::Builtin(_));
+        // A call whose arguments are all literals cannot see template data, so its
+        // error text is shown even when redacting (`{{ fail "key x is required" }}`).
+        let literal_only = final_.is_none()
+            && !matches!(callee, Callee::Method(..))
+            && args.iter().all(|a| {
+                matches!(
+                    a,
+                    Arg::Str { .. } | Arg::Number { .. } | Arg::Bool { .. } | Arg::Nil { .. }
+                )
+            });
         if is_builtin && (name == "and" || name == "or") {
             let mut v = Value::Nil;
             for a in args {
@@ -840,7 +850,7 @@ impl<'t> State<'t> {
             }
             Err(e) => {
                 self.node = node;
-                let msg = if self.opts.redact && e.may_contain_data {
+                let msg = if self.opts.redact && e.may_contain_data && !literal_only {
                     "<error text withheld: it may contain secret data>".to_string()
                 } else {
                     e.message

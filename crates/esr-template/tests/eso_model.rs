@@ -306,3 +306,30 @@ fn secret_sourced_templates_are_not_echoed_in_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn literal_fail_messages_are_shown() {
+    let t = tpl(
+        "data:\n  k: '{{ if not (hasKey (.json | fromJson) \"user\") }}{{ fail \"json must contain user\" }}{{ end }}'\n",
+    );
+    let err = render(
+        Some(&t),
+        &data(&[("json", "{}")]),
+        &TemplateSources::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.ends_with("error calling fail: json must contain user"),
+        "{err}"
+    );
+    // a message built from data is withheld
+    let t = tpl("data:\n  k: '{{ fail (printf \"bad %s\" .v) }}'\n");
+    let err = render(Some(&t), &data(&[("v", "x")]), &TemplateSources::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("error calling fail: <error text withheld: it may contain secret data>"),
+        "{err}"
+    );
+}
