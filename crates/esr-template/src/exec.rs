@@ -19,7 +19,9 @@ pub struct ExecOptions {
     pub missingkey_error: bool,
     /// Resource limits.
     pub limits: Limits,
-    /// Keep values out of error messages (see [`ExecError::may_contain_data`]).
+    /// Keep values out of error messages: values that Go's texts embed print as
+    /// `<redacted>`, and function errors marked [`FuncError::may_contain_data`]
+    /// are withheld unless every argument of the call was a literal.
     pub redact: bool,
 }
 
