@@ -586,11 +586,6 @@ async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Er
         .status
         .as_ref()
         .and_then(|s| s.synced_resource_version.as_deref());
-    if let Err(wait) = refresh_due(synced_rv, &rv, refresh_time_of(ps), interval, now) {
-        return Ok(wait
-            .map(Action::requeue)
-            .unwrap_or_else(Action::await_change));
-    }
 
     let fail_api = api.clone();
     let fail = |msg: String| async move {
@@ -646,6 +641,19 @@ async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Er
         .await?;
         return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
     };
+
+    // The source exists: skip unless a refresh is due (or the last attempt did not succeed).
+    let ready = ps
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True");
+    if ready && let Err(wait) = refresh_due(synced_rv, &rv, refresh_time_of(ps), interval, now) {
+        return Ok(wait
+            .map(Action::requeue)
+            .unwrap_or_else(Action::await_change));
+    }
 
     let stores = match store_refs(&ps.spec) {
         Ok(s) => s,

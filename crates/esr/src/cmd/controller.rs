@@ -71,6 +71,9 @@ pub struct Args {
     /// Reconcile ClusterExternalSecrets.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_cluster_external_secret_reconciler: bool,
+    /// Reconcile PushSecrets.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_push_secret_reconciler: bool,
     /// Log level (error, warn, info, debug, trace) or a tracing filter.
     #[arg(long, default_value = "info")]
     pub loglevel: String,
@@ -247,6 +250,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
+    let ps_ctrl = args.enable_push_secret_reconciler.then(|| {
+        let rx = stop_rx.clone();
+        tokio::spawn(esr_controller::pushsecret::run(
+            runtime.ctx.clone(),
+            async move { stopped(rx).await },
+        ))
+    });
     let ctrl = tokio::spawn(runtime.run(shutdown));
     let ces_ctrl = args.enable_cluster_external_secret_reconciler.then(|| {
         let rx = stop_rx.clone();
@@ -277,6 +287,9 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     let _ = ctrl.await;
     if let Some(h) = ces_ctrl {
+        let _ = h.await;
+    }
+    if let Some(h) = ps_ctrl {
         let _ = h.await;
     }
     let _ = m_srv.await;
