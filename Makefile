@@ -4,7 +4,7 @@
 CARGO ?= cargo
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds demo e2e \
+.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests demo e2e \
         bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout clean
 
 all: build
@@ -37,6 +37,10 @@ test: fmt-check clippy test-unit
 
 crds:
 	$(CARGO) run -q -p esr -- crdgen --out crds
+
+# deploy/charts/esr/templates/crds (from crds/) and deploy/manifests (the chart rendered with default values).
+manifests:
+	$(CARGO) run -q -p esr-deploytool --bin esr-deploytool
 
 demo:
 	scripts/demo.sh
