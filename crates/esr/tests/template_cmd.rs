@@ -35,7 +35,14 @@ spec:
 #[test]
 fn renders_secret_yaml() {
     let dir = tempfile::tempdir().unwrap();
-    let es = write(dir.path(), "es.yaml", ES);
+    // the ExternalSecret may follow other documents in the file
+    let es = write(
+        dir.path(),
+        "es.yaml",
+        &format!(
+            "apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata:\n  name: store\n---\n{ES}"
+        ),
+    );
     let data = write(
         dir.path(),
         "data.yaml",

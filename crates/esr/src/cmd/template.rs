@@ -196,11 +196,21 @@ fn secret_yaml(
 
 /// Renders; returns the Secret YAML.
 pub fn render(args: &Args) -> anyhow::Result<String> {
-    let es: Yaml = serde_yaml_ng::from_str(&read(&args.file)?)
-        .with_context(|| format!("parsing {}", args.file.display()))?;
-    if es.get("kind").and_then(Yaml::as_str) != Some("ExternalSecret") {
-        bail!("{}: not an ExternalSecret", args.file.display());
+    // the file may hold several documents (e.g. ExternalSecret and SecretStore):
+    // use the first ExternalSecret
+    let text = read(&args.file)?;
+    let mut es = None;
+    for de in serde_yaml_ng::Deserializer::from_str(&text) {
+        let doc = <Yaml as serde::Deserialize>::deserialize(de)
+            .with_context(|| format!("parsing {}", args.file.display()))?;
+        if doc.get("kind").and_then(Yaml::as_str) == Some("ExternalSecret") {
+            es = Some(doc);
+            break;
+        }
     }
+    let Some(es) = es else {
+        bail!("{}: no ExternalSecret found", args.file.display());
+    };
     let meta = es.get("metadata");
     let es_name = meta
         .and_then(|m| m.get("name"))
