@@ -63,9 +63,15 @@ pub fn map_error(e: azure_core::Error, call: &'static str, object: &str) -> Prov
     };
     let detail = match (&code, &message) {
         (Some(c), Some(m)) => format!("{c}: {m}"),
-        (Some(c), None) => c.clone(),
         (None, Some(m)) => m.clone(),
-        (None, None) => e.to_string(),
+        (_, None) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("").to_string();
+            match &code {
+                Some(c) if !first.contains(c.as_str()) => format!("{c}: {first}"),
+                _ => first,
+            }
+        }
     };
     let base = match status {
         Some(s) => format!("{call} {object:?}: {} {detail}", u16::from(s)),
@@ -96,8 +102,23 @@ pub fn map_error(e: azure_core::Error, call: &'static str, object: &str) -> Prov
 }
 
 fn credential_text(e: &azure_core::Error) -> String {
-    // The identity crate's messages describe the failing credential and Entra's error (AADSTS...);
-    // they never contain the client secret or assertion.
-    let s = e.to_string();
-    s.lines().next().unwrap_or("").to_string()
+    // The identity crate wraps Entra's answer (AADSTS code and description); neither that nor the
+    // wrappers contain the client secret or the assertion. Walk the chain and keep every distinct
+    // first line.
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let line = err
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if !line.is_empty() && !parts.iter().any(|p| p.contains(&line)) {
+            parts.push(line);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
 }
