@@ -740,6 +740,10 @@ pub struct ExternalSecretStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-map-type" = "atomic"))]
     pub binding: Option<SecretBinding>,
+    /// `metadata.generation` the controller last reconciled (esr extension, not in ESO's schema),
+    /// so that kstatus-based tools such as Flux can tell whether the status is current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// Name of the Secret bound to an ExternalSecret.
