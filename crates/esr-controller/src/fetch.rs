@@ -191,9 +191,26 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
             && df.extract.is_none()
             && df.find.is_none()
         {
+            // Generator: Generate → rewrite → ValidateKeys (no conversion, no decoding).
+            let result = match df.source_ref.as_ref().and_then(|s| s.generator_ref.as_ref()) {
+                Some(g) => match crate::generators::generate(g, &namespace).await {
+                    Ok(m) => crate::pipeline::rewrite_map(
+                        &rewrites(df.rewrite.as_ref()),
+                        env.transformer,
+                        m,
+                    )
+                    .map_err(|e| format!("error applying rewrite to keys: {e}"))
+                    .and_then(|m| {
+                        crate::pipeline::validate_keys(m).map_err(|e| format!("invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): {e}"))
+                    })
+                    .map_or_else(EntryResult::Err, EntryResult::Ok),
+                    Err(e) => EntryResult::Err(e),
+                },
+                None => EntryResult::Err("missing generatorRef".to_string()),
+            };
             data_from.push(DataFromResult {
                 kind: DataFromKind::Generator,
-                result: EntryResult::Err("generators are not supported by esr yet".to_string()),
+                result,
             });
             continue;
         }

@@ -2,6 +2,7 @@ pub mod ces;
 pub mod controller;
 pub mod convert;
 pub mod fetch;
+pub mod generators;
 pub mod hash;
 pub mod leader;
 pub mod metrics;

@@ -1,0 +1,332 @@
+//! Generators for `dataFrom[].sourceRef.generatorRef` (and PushSecret `selector.generatorRef`):
+//! `Password` and `Fake` built in, `ClusterGenerator` wrapping either, and a registry so other
+//! crates (e.g. the Vault provider's `VaultDynamicSecret`) plug in their kinds.
+//!
+//! Regeneration follows ESO without GeneratorState: a generator runs on every sync of the
+//! ExternalSecret (so on each refresh), and its output replaces the previous value.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use esr_api::generators::{
+    ClusterGenerator, Fake, FakeSpec, Password, PasswordEncoding, PasswordSpec,
+};
+use esr_api::v1::{GeneratorRef, GeneratorRefKind};
+use kube::{Api, Client};
+use rand::Rng;
+
+/// Generated data.
+pub type Generated = BTreeMap<String, Vec<u8>>;
+
+/// ESO's default symbol set of the Password generator.
+pub const DEFAULT_SYMBOLS: &str = "~!@#$%^&*()_+`-={}|[]\\:\"<>?,./";
+/// Default password length.
+pub const DEFAULT_LENGTH: usize = 24;
+const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
+const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const DIGITS: &str = "0123456789";
+
+/// Password errors (go-password's messages).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PasswordError {
+    /// digits + symbols > length.
+    #[error("number of digits and symbols must be less than total length")]
+    ExceedsTotalLength,
+    /// Not enough distinct letters without repeats.
+    #[error("number of letters exceeds available letters and repeats are not allowed")]
+    LettersExceedsAvailable,
+    /// Not enough distinct digits without repeats.
+    #[error("number of digits exceeds available digits and repeats are not allowed")]
+    DigitsExceedsAvailable,
+    /// Not enough distinct symbols without repeats.
+    #[error("number of symbols exceeds available symbols and repeats are not allowed")]
+    SymbolsExceedsAvailable,
+    /// Negative count.
+    #[error("length, digits and symbols must not be negative")]
+    Negative,
+    /// Bad secretKeys.
+    #[error("secretKeys must be non-empty and unique")]
+    SecretKeys,
+}
+
+/// Effective password settings after ESO's defaults (length 24, digits and symbols 25% of length).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswordConfig {
+    /// Total length.
+    pub length: usize,
+    /// Number of digits.
+    pub digits: usize,
+    /// Number of symbols.
+    pub symbols: usize,
+    /// Symbol alphabet.
+    pub symbol_characters: String,
+    /// No upper-case letters.
+    pub no_upper: bool,
+    /// Characters may repeat.
+    pub allow_repeat: bool,
+    /// Output encoding.
+    pub encoding: PasswordEncoding,
+}
+
+fn count(v: i64) -> Result<usize, PasswordError> {
+    usize::try_from(v).map_err(|_| PasswordError::Negative)
+}
+
+impl PasswordConfig {
+    /// Applies ESO's defaults to a spec.
+    pub fn from_spec(spec: &PasswordSpec) -> Result<Self, PasswordError> {
+        let length = if spec.length > 0 {
+            count(spec.length)?
+        } else {
+            DEFAULT_LENGTH
+        };
+        let quarter = (length as f32 * 0.25) as usize;
+        Ok(PasswordConfig {
+            length,
+            digits: spec.digits.map(count).transpose()?.unwrap_or(quarter),
+            symbols: spec.symbols.map(count).transpose()?.unwrap_or(quarter),
+            symbol_characters: spec
+                .symbol_characters
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SYMBOLS.to_string()),
+            no_upper: spec.no_upper,
+            allow_repeat: spec.allow_repeat,
+            encoding: spec.encoding.unwrap_or_default(),
+        })
+    }
+}
+
+/// Generates one password with go-password's semantics: `length - digits - symbols` letters,
+/// then the digits and symbols, each character inserted at a random position; without
+/// `allowRepeat` no character occurs twice. Uses the thread-local CSPRNG.
+pub fn generate_password(c: &PasswordConfig) -> Result<String, PasswordError> {
+    let letters: Vec<char> = if c.no_upper {
+        LOWER.chars().collect()
+    } else {
+        LOWER.chars().chain(UPPER.chars()).collect()
+    };
+    let digits: Vec<char> = DIGITS.chars().collect();
+    let symbols: Vec<char> = c.symbol_characters.chars().collect();
+    let chars = c
+        .length
+        .checked_sub(c.digits + c.symbols)
+        .ok_or(PasswordError::ExceedsTotalLength)?;
+    if !c.allow_repeat {
+        if chars > letters.len() {
+            return Err(PasswordError::LettersExceedsAvailable);
+        }
+        if c.digits > digits.len() {
+            return Err(PasswordError::DigitsExceedsAvailable);
+        }
+        if c.symbols > symbols.len() {
+            return Err(PasswordError::SymbolsExceedsAvailable);
+        }
+    }
+    let mut rng = rand::rng();
+    let mut out: Vec<char> = Vec::with_capacity(c.length);
+    for (n, set) in [
+        (chars, &letters),
+        (c.digits, &digits),
+        (c.symbols, &symbols),
+    ] {
+        if n > 0 && set.is_empty() {
+            return Err(PasswordError::SymbolsExceedsAvailable);
+        }
+        let mut added = 0;
+        while added < n {
+            let ch = set[rng.random_range(0..set.len())];
+            if !c.allow_repeat && out.contains(&ch) {
+                continue;
+            }
+            let pos = rng.random_range(0..=out.len());
+            out.insert(pos, ch);
+            added += 1;
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Encodes a password (`raw`, `base64`, `base64url`, `base32`, `hex`; Go's padded encodings).
+pub fn encode(p: &[u8], e: PasswordEncoding) -> Vec<u8> {
+    use base64::Engine;
+    match e {
+        PasswordEncoding::Raw => p.to_vec(),
+        PasswordEncoding::Base64 => base64::engine::general_purpose::STANDARD
+            .encode(p)
+            .into_bytes(),
+        PasswordEncoding::Base64url => base64::engine::general_purpose::URL_SAFE
+            .encode(p)
+            .into_bytes(),
+        PasswordEncoding::Base32 => data_encoding::BASE32.encode(p).into_bytes(),
+        PasswordEncoding::Hex => hex::encode(p).into_bytes(),
+    }
+}
+
+/// The Password generator: one password per `secretKeys` entry (default key `password`).
+pub fn password(spec: &PasswordSpec) -> Result<Generated, PasswordError> {
+    let c = PasswordConfig::from_spec(spec)?;
+    let keys = spec
+        .secret_keys
+        .clone()
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| vec!["password".to_string()]);
+    let mut out = Generated::new();
+    for k in keys {
+        if k.is_empty() || out.contains_key(&k) {
+            return Err(PasswordError::SecretKeys);
+        }
+        let p = generate_password(&c)?;
+        out.insert(k, encode(p.as_bytes(), c.encoding));
+    }
+    Ok(out)
+}
+
+/// The Fake generator: its `data` as-is.
+pub fn fake(spec: &FakeSpec) -> Generated {
+    spec.data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+/// A pluggable generator kind (e.g. `VaultDynamicSecret`). `spec` is the generator's `spec`.
+#[async_trait]
+pub trait Generator: Send + Sync {
+    /// Generates data for a referrer in `namespace`.
+    async fn generate(
+        &self,
+        spec: &serde_json::Value,
+        namespace: &str,
+    ) -> Result<Generated, String>;
+}
+
+/// Generators by kind plus the client to read generator objects.
+#[derive(Clone)]
+pub struct Generators {
+    client: Client,
+    plugins: HashMap<String, Arc<dyn Generator>>,
+}
+
+static DEFAULT: OnceLock<Generators> = OnceLock::new();
+
+impl Generators {
+    /// Built-in kinds only.
+    pub fn new(client: Client) -> Self {
+        Generators {
+            client,
+            plugins: HashMap::new(),
+        }
+    }
+
+    /// Registers a kind (the `kind` of the generator resource, e.g. `VaultDynamicSecret`); its
+    /// objects are read as `generators.external-secrets.io/v1alpha1` resources of that kind.
+    #[must_use]
+    pub fn with(mut self, kind: &str, g: Arc<dyn Generator>) -> Self {
+        self.plugins.insert(kind.to_string(), g);
+        self
+    }
+
+    /// Installs the process-wide registry used by the ExternalSecret pipeline (first call wins).
+    pub fn install(self) {
+        let _ = DEFAULT.set(self);
+    }
+
+    /// The installed registry.
+    pub fn installed() -> Option<&'static Generators> {
+        DEFAULT.get()
+    }
+
+    async fn plugin_spec(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<serde_json::Value, String> {
+        let gvk =
+            kube::api::GroupVersionKind::gvk(esr_api::consts::GENERATORS_GROUP, "v1alpha1", kind);
+        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, &plural);
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &ar);
+        let o = api
+            .get(name)
+            .await
+            .map_err(|e| format!("unable to get generator {kind}/{name}: {e}"))?;
+        Ok(o.data.get("spec").cloned().unwrap_or_default())
+    }
+
+    /// Runs the generator a `generatorRef` points at (namespaced kinds in `namespace`).
+    pub async fn generate(&self, r: &GeneratorRef, namespace: &str) -> Result<Generated, String> {
+        let get_err = |e: kube::Error| {
+            format!(
+                "unable to get generator {}/{}: {e}",
+                r.kind.as_str(),
+                r.name
+            )
+        };
+        match r.kind {
+            GeneratorRefKind::Password => {
+                let api: Api<Password> = Api::namespaced(self.client.clone(), namespace);
+                let g = api.get(&r.name).await.map_err(get_err)?;
+                password(&g.spec).map_err(|e| e.to_string())
+            }
+            GeneratorRefKind::Fake => {
+                let api: Api<Fake> = Api::namespaced(self.client.clone(), namespace);
+                let g = api.get(&r.name).await.map_err(get_err)?;
+                Ok(fake(&g.spec))
+            }
+            GeneratorRefKind::ClusterGenerator => {
+                let api: Api<ClusterGenerator> = Api::all(self.client.clone());
+                let g = api.get(&r.name).await.map_err(get_err)?;
+                let spec = &g.spec.generator;
+                if let Some(p) = &spec.password_spec {
+                    return password(p).map_err(|e| e.to_string());
+                }
+                if let Some(f) = &spec.fake_spec {
+                    return Ok(fake(f));
+                }
+                let kind = serde_json::to_value(g.spec.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
+                let inner = serde_json::to_value(spec).unwrap_or_default();
+                let (key, value) = inner
+                    .as_object()
+                    .and_then(|o| o.iter().find(|(_, v)| !v.is_null()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .unwrap_or_default();
+                match self.plugins.get(&kind) {
+                    Some(p) => p.generate(&value, namespace).await,
+                    None => Err(format!(
+                        "ClusterGenerator {}: generator kind {kind:?} ({key}) is not supported by esr",
+                        r.name
+                    )),
+                }
+            }
+            other => {
+                let kind = other.as_str();
+                match self.plugins.get(kind) {
+                    Some(p) => {
+                        let spec = self.plugin_spec(kind, namespace, &r.name).await?;
+                        p.generate(&spec, namespace).await
+                    }
+                    None => Err(format!("generator kind {kind} is not supported by esr")),
+                }
+            }
+        }
+    }
+}
+
+/// Runs a generatorRef through the installed registry.
+pub async fn generate(r: &GeneratorRef, namespace: &str) -> Result<Generated, String> {
+    match Generators::installed() {
+        Some(g) => g.generate(r, namespace).await,
+        None => Err("generators are not available (no generator registry installed)".to_string()),
+    }
+}
+
+#[cfg(test)]
+#[path = "generators_tests.rs"]
+mod tests;

@@ -1,0 +1,154 @@
+use super::*;
+
+fn cfg(
+    length: usize,
+    digits: usize,
+    symbols: usize,
+    no_upper: bool,
+    allow_repeat: bool,
+) -> PasswordConfig {
+    PasswordConfig {
+        length,
+        digits,
+        symbols,
+        symbol_characters: DEFAULT_SYMBOLS.to_string(),
+        no_upper,
+        allow_repeat,
+        encoding: PasswordEncoding::Raw,
+    }
+}
+
+#[test]
+fn defaults_follow_eso() {
+    let c = PasswordConfig::from_spec(&PasswordSpec {
+        length: 0,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!((c.length, c.digits, c.symbols), (24, 6, 6));
+    assert_eq!(c.symbol_characters, DEFAULT_SYMBOLS);
+    let c = PasswordConfig::from_spec(&PasswordSpec {
+        length: 10,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!((c.digits, c.symbols), (2, 2));
+    let c = PasswordConfig::from_spec(&PasswordSpec {
+        length: 10,
+        digits: Some(0),
+        symbols: Some(5),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!((c.digits, c.symbols), (0, 5));
+}
+
+#[test]
+fn charset_and_length_properties() {
+    for _ in 0..200 {
+        let p = generate_password(&cfg(32, 5, 7, false, false)).unwrap();
+        assert_eq!(p.chars().count(), 32);
+        assert_eq!(p.chars().filter(|c| c.is_ascii_digit()).count(), 5);
+        assert_eq!(
+            p.chars().filter(|c| DEFAULT_SYMBOLS.contains(*c)).count(),
+            7
+        );
+        assert_eq!(p.chars().filter(|c| c.is_ascii_alphabetic()).count(), 20);
+    }
+    for _ in 0..100 {
+        let p = generate_password(&cfg(20, 3, 0, true, true)).unwrap();
+        assert!(
+            p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            "{p}"
+        );
+    }
+    let mut c = cfg(12, 0, 12, false, true);
+    c.symbol_characters = "-_".to_string();
+    let p = generate_password(&c).unwrap();
+    assert!(p.chars().all(|ch| ch == '-' || ch == '_'), "{p}");
+}
+
+#[test]
+fn no_repeats_without_allow_repeat() {
+    for _ in 0..200 {
+        let p = generate_password(&cfg(40, 10, 10, false, false)).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        assert!(p.chars().all(|c| seen.insert(c)), "repeat in {p}");
+    }
+    // Exactly all ten digits, all different.
+    let p = generate_password(&cfg(10, 10, 0, false, false)).unwrap();
+    let mut d: Vec<char> = p.chars().collect();
+    d.sort();
+    assert_eq!(d.into_iter().collect::<String>(), "0123456789");
+}
+
+#[test]
+fn impossible_requests_fail_like_go_password() {
+    assert_eq!(
+        generate_password(&cfg(5, 3, 3, false, true)),
+        Err(PasswordError::ExceedsTotalLength)
+    );
+    assert_eq!(
+        generate_password(&cfg(11, 11, 0, false, false)),
+        Err(PasswordError::DigitsExceedsAvailable)
+    );
+    assert_eq!(
+        generate_password(&cfg(30, 0, 0, true, false)),
+        Err(PasswordError::LettersExceedsAvailable)
+    );
+    assert!(generate_password(&cfg(30, 0, 0, true, true)).is_ok());
+    assert_eq!(
+        PasswordConfig::from_spec(&PasswordSpec {
+            length: 5,
+            digits: Some(-1),
+            ..Default::default()
+        }),
+        Err(PasswordError::Negative)
+    );
+}
+
+#[test]
+fn encodings_and_secret_keys() {
+    assert_eq!(encode(b"foobar", PasswordEncoding::Raw), b"foobar");
+    assert_eq!(encode(b"foob", PasswordEncoding::Base64), b"Zm9vYg==");
+    assert_eq!(encode(&[0xfb, 0xff], PasswordEncoding::Base64url), b"-_8=");
+    assert_eq!(
+        encode(b"foobar", PasswordEncoding::Base32),
+        b"MZXW6YTBOI======"
+    );
+    assert_eq!(encode(b"hi", PasswordEncoding::Hex), b"6869");
+    let out = password(&PasswordSpec {
+        length: 16,
+        encoding: Some(PasswordEncoding::Hex),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(out.keys().collect::<Vec<_>>(), vec!["password"]);
+    assert_eq!(out["password"].len(), 32);
+    let out = password(&PasswordSpec {
+        length: 16,
+        secret_keys: Some(vec!["a".into(), "b".into()]),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_ne!(out["a"], out["b"]);
+    let dup = PasswordSpec {
+        secret_keys: Some(vec!["a".into(), "a".into()]),
+        ..Default::default()
+    };
+    assert_eq!(password(&dup), Err(PasswordError::SecretKeys));
+}
+
+#[test]
+fn fake_returns_its_data() {
+    let f = FakeSpec {
+        controller: None,
+        data: Some([("k".to_string(), "v".to_string())].into()),
+    };
+    assert_eq!(
+        fake(&f),
+        Generated::from([("k".to_string(), b"v".to_vec())])
+    );
+}
