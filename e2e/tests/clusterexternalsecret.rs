@@ -282,3 +282,60 @@ async fn foreign_external_secret_is_reported_and_kept() {
         json!([{"type": "Ready", "status": "True"}])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_generator_password_in_every_namespace() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    let gvk = GroupVersionKind::gvk(
+        "generators.external-secrets.io",
+        "v1alpha1",
+        "ClusterGenerator",
+    );
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "clustergenerators");
+    let gen_api: Api<DynamicObject> = Api::all_with(env.client(), &ar);
+    let g = json!({"apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "ClusterGenerator",
+        "metadata": {"name": "pw"},
+        "spec": {"kind": "Password", "generator": {"passwordSpec": {
+            "length": 20, "digits": 5, "symbols": 0, "noUpper": true, "allowRepeat": true}}}});
+    gen_api
+        .patch("pw", &PatchParams::apply("e2e").force(), &Patch::Apply(&g))
+        .await
+        .unwrap();
+    let a = env.namespace("gena").await.unwrap();
+    let b = env.namespace("genb").await.unwrap();
+    apply_ces(
+        &env,
+        json!({"namespaces": [a, b], "externalSecretSpec": {
+        "refreshInterval": "1h", "target": {"name": "wild-secret"},
+        "dataFrom": [{
+            "sourceRef": {"generatorRef": {"apiVersion": "generators.external-secrets.io/v1alpha1",
+                                           "kind": "ClusterGenerator", "name": "pw"}},
+            "rewrite": [{"regexp": {"source": "password", "target": "db-password"}}]
+        }]}}),
+    )
+    .await;
+    let mut values = Vec::new();
+    for ns in [&a, &b] {
+        let s = wait_for(&format!("generated secret in {ns}"), TIMEOUT, || async {
+            let s = secret(&env, ns, "wild-secret").await?;
+            decoded(&s).get("db-password").cloned()
+        })
+        .await
+        .unwrap();
+        assert_eq!(s.chars().count(), 20, "{s}");
+        assert_eq!(s.chars().filter(|c| c.is_ascii_digit()).count(), 5, "{s}");
+        assert!(
+            s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            "{s}"
+        );
+        values.push(s);
+    }
+    assert_ne!(
+        values[0], values[1],
+        "each ExternalSecret generates its own password"
+    );
+    let es = wait_condition(&env, "ExternalSecret", &a, "wild", "True", "SecretSynced").await;
+    assert_eq!(ready(&es).2, "secret synced");
+}
