@@ -308,7 +308,7 @@ fn ok_json(v: Value) -> Response {
 fn query_param(uri: &Uri, name: &str) -> Option<String> {
     uri.query()?.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
-        (k == name).then(|| v.to_string())
+        (decode(k) == name).then(|| decode(v))
     })
 }
 

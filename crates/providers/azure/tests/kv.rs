@@ -324,8 +324,10 @@ async fn find_by_name_and_tags_with_paging() {
     let c = f.client().await;
     let all = c.get_all_secrets(&FindRequest::default()).await.unwrap();
     assert_eq!(all.len(), 41, "disabled secrets are skipped");
-    // 42 secrets listed, 7 per page: 6 pages through nextLink.
-    assert_eq!(f.server.state().count("GET /secrets"), 6 + 2 + 41);
+    // 42 secrets listed, 7 per page: 6 pages through nextLink, plus the challenged first
+    // request, plus one GET per enabled secret.
+    assert_eq!(f.server.state().count("GET /secrets"), 6 + 1 + 41);
+    assert_eq!(f.server.state().count("GET /secrets/"), 41);
     assert_eq!(f.recorder.count("GetSecrets"), 6);
 
     let by_name = c
