@@ -25,11 +25,10 @@ use futures::StreamExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
-use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use regex::Regex;
 use tracing::{debug, info, warn};
@@ -814,6 +813,9 @@ pub fn ps_for_secret(
 }
 
 /// Runs the PushSecret controller until `shutdown` resolves.
+///
+/// Like ESO, a change of the source Secret is pushed on the next refresh (`refreshInterval`);
+/// Secrets are deliberately not watched, so memory does not grow with the Secrets in the cluster.
 pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -821,10 +823,6 @@ pub async fn run(
     let client = ctx.client.clone();
     let ns = ctx.config.namespace.clone();
     let ps_api: Api<PushSecret> = match &ns {
-        Some(n) => Api::namespaced(client.clone(), n),
-        None => Api::all(client.clone()),
-    };
-    let secret_api: Api<PartialObjectMeta<Secret>> = match &ns {
         Some(n) => Api::namespaced(client.clone(), n),
         None => Api::all(client.clone()),
     };
@@ -841,20 +839,9 @@ pub async fn run(
         recorder,
         failures: Mutex::new(HashMap::new()),
     });
-    let secret_stream = watcher(secret_api, watcher::Config::default())
-        .default_backoff()
-        .touched_objects()
-        .predicate_filter(
-            kube::runtime::predicates::resource_version,
-            Default::default(),
-        );
     let controller = Controller::new(ps_api, watcher::Config::default());
-    let reader = controller.store();
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .watches_stream(secret_stream, move |s| {
-            ps_for_secret(&reader, &s.namespace().unwrap_or_default(), &s.name_any())
-        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, pctx)
         .for_each(|res| async move {
