@@ -339,3 +339,137 @@ async fn cluster_generator_password_in_every_namespace() {
     let es = wait_condition(&env, "ExternalSecret", &a, "wild", "True", "SecretSynced").await;
     assert_eq!(ready(&es).2, "secret synced");
 }
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `make bench-fanout` (scripts/bench-fanout.sh): one CES matching BENCH_NAMESPACES (1,000)
+/// namespaces plus BENCH_SECRETS (10,000) unrelated Secrets; prints the time until every Secret
+/// exists, esr's RSS, and new-namespace → Secret latency p50/p99 over BENCH_NEW (100) namespaces.
+/// A benchmark, not a test: it reports numbers and only fails when Secrets never appear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "benchmark: run with scripts/bench-fanout.sh"]
+async fn bench_fanout() {
+    use futures::StreamExt;
+    use std::time::Instant;
+    let n_ns = env_usize("BENCH_NAMESPACES", 1000);
+    let n_secrets = env_usize("BENCH_SECRETS", 10_000);
+    let n_new = env_usize("BENCH_NEW", 100);
+    let env = Env::start().await.unwrap();
+    setup_without_esr_check(&env).await;
+    let client = env.client();
+
+    // Unrelated Secrets, spread over 10 namespaces.
+    let t = Instant::now();
+    for i in 0..10 {
+        create_ns(&env, &format!("noise-{i}"), json!({})).await;
+    }
+    futures::stream::iter(0..n_secrets)
+        .map(|i| {
+            let api: Api<k8s_openapi::api::core::v1::Secret> =
+                Api::namespaced(client.clone(), &format!("noise-{}", i % 10));
+            async move {
+                let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(
+                    json!({"metadata": {"name": format!("s-{i}")}, "stringData": {"k": "v".repeat(64)}}),
+                )
+                .unwrap();
+                api.create(&PostParams::default(), &s).await.unwrap();
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    futures::stream::iter(0..n_ns)
+        .map(|i| {
+            let env = &env;
+            async move { create_ns(env, &format!("fan-{i}"), json!({"fanout": "yes"})).await }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    println!(
+        "setup: {n_secrets} unrelated Secrets, {n_ns} namespaces in {:?}",
+        t.elapsed()
+    );
+
+    let esr = env.start_esr(&["--loglevel", "warn"]).unwrap();
+    wait_condition(&env, "ClusterSecretStore", "", "fake", "True", "Valid").await;
+    let rss_idle = rss_kib(esr.pid());
+    let t = Instant::now();
+    apply_ces(
+        &env,
+        json!({"externalSecretSpec": es_spec(), "namespaceSelectors": [{"matchLabels": {"fanout": "yes"}}]}),
+    )
+    .await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::all(client.clone());
+    let lp = kube::api::ListParams::default().labels("reconcile.external-secrets.io/managed=true");
+    wait_for("all fan-out Secrets", Duration::from_secs(1800), || async {
+        let n = secrets.list_metadata(&lp).await.ok()?.items.len();
+        (n >= n_ns).then_some(())
+    })
+    .await
+    .unwrap();
+    let fan = t.elapsed();
+    let rss_after = rss_kib(esr.pid());
+
+    let mut lat = Vec::with_capacity(n_new);
+    for i in 0..n_new {
+        let name = format!("late-{i}");
+        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &name);
+        let t = Instant::now();
+        create_ns(&env, &name, json!({"fanout": "yes"})).await;
+        loop {
+            if api.get_opt("wild-secret").await.unwrap().is_some() {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(120),
+                "no Secret in {name}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1];
+    println!("fan-out: {n_ns} Secrets exist after {fan:?}");
+    println!(
+        "rss: {} MiB before the CES, {} MiB after fan-out, {} MiB at the end",
+        rss_idle / 1024,
+        rss_after / 1024,
+        rss_kib(esr.pid()) / 1024
+    );
+    if !lat.is_empty() {
+        println!(
+            "new namespace -> Secret over {n_new}: p50 {:?} p99 {:?} max {:?}",
+            pct(0.50),
+            pct(0.99),
+            lat[lat.len() - 1]
+        );
+    }
+}
+
+async fn setup_without_esr_check(env: &Env) {
+    apply(
+        env,
+        "",
+        fake_css("fake", json!([{"key": "/tls/cert", "value": "CERT"}])),
+    )
+    .await;
+}
