@@ -86,7 +86,7 @@ fn defaults_are_secure_and_never_named_external_secrets() {
     assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
     let a = args(&objs);
     assert_eq!(a[0], "controller");
-    assert!(a.contains(&"--enable-leader-election=true".to_string()));
+    assert!(a.contains(&"--enable-leader-election".to_string()));
     assert!(a.contains(&"--leader-election-id=esr-controller".to_string()));
     assert!(a.contains(&"--leader-election-namespace=esr-system".to_string()));
     let svc = find(&objs, "Service");

@@ -50,8 +50,10 @@ pub struct Args {
     /// Address of the /healthz and /readyz endpoints.
     #[arg(long, default_value = ":8082")]
     pub live_addr: String,
-    /// Leader election on a coordination.k8s.io Lease.
-    #[arg(long, default_value_t = false)]
+    /// Leader election on a coordination.k8s.io Lease (`--enable-leader-election` or, as Go's
+    /// flag package and ESO's chart write it, `--enable-leader-election=true`).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
     pub enable_leader_election: bool,
     /// Name of the leader election Lease.
     #[arg(long, default_value = "external-secrets-controller")]
