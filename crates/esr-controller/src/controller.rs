@@ -211,12 +211,21 @@ async fn publish(recorder: &Recorder, es: &ExternalSecret, ev: &EventRec) {
         },
         reason: ev.reason.clone(),
         note: Some(ev.message.clone()),
-        action: ev.reason.clone(),
+        action: event_action(ev),
         secondary: None,
     };
     if let Err(err) = recorder.publish(&e, &reference).await {
         warn!(error = %err, "failed to publish event");
     }
+}
+
+/// The Event `action`. kube's Recorder aggregates events into a series by (type, reason, action,
+/// object) and keeps the first note; client-go (ESO) aggregates by message. Deriving the action
+/// from the message keeps one series per distinct message, so a new error text is never hidden.
+pub fn event_action(ev: &EventRec) -> String {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ev.message.hash(&mut h);
+    format!("{}-{:08x}", ev.reason, h.finish() as u32)
 }
 
 async fn write_status(

@@ -324,7 +324,7 @@ async fn reconcile_store<K: StoreObject>(
                 },
                 reason: ev.reason.clone(),
                 note: Some(ev.message.clone()),
-                action: ev.reason.clone(),
+                action: crate::controller::event_action(&ev),
                 secondary: None,
             };
             if let Err(err) = recorder.publish(&e, &reference).await {
