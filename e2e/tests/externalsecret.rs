@@ -155,6 +155,8 @@ async fn spec_change_moves_synced_resource_version_to_new_generation() {
     .await
     .unwrap();
     assert_eq!(es["metadata"]["generation"], 2);
+    // kstatus (Flux) reads observedGeneration: the apiserver keeps it and it follows the spec.
+    assert_eq!(es["status"]["observedGeneration"], 2);
     // bar was owned by our field manager: it is removed from the Secret
     wait_secret_data(&env, &ns, "app-secret", &[("foo", "value1")]).await;
 }
@@ -529,6 +531,7 @@ async fn controller_stopped_status_stays_on_old_generation() {
         str_at(&es, "/status/syncedResourceVersion"),
         Some(RV_GEN1_EMPTY)
     );
+    assert_eq!(es["status"]["observedGeneration"], 1);
     let _esr2 = env.start_esr(&[]).unwrap();
     wait_for("synced to generation 2", TIMEOUT, || async {
         let o = get(&env, "ExternalSecret", &ns, "app").await?;

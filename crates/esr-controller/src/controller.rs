@@ -272,9 +272,7 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     let api: Api<ExternalSecret> = Api::namespaced(ctx.client.clone(), &ns);
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
     let start = now_seconds();
-    let mut view: EsView = es_view(es, None);
-    // esr-api's status has no observedGeneration: assume it is current so that it never causes a write.
-    view.status.observed_generation = Some(view.generation);
+    let view: EsView = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
 
     // ES deletion: honour deletionPolicy, then drop the finalizer.
     if es.meta().deletion_timestamp.is_some() {

@@ -172,8 +172,7 @@ pub fn status_json(st: &EsStatus) -> serde_json::Value {
     v
 }
 
-/// The ExternalSecret's `status.observedGeneration`, read from the raw object (esr-api's status
-/// type does not carry it).
+/// The ExternalSecret's `status.observedGeneration`, read from a raw object.
 pub fn observed_generation_of(raw: &serde_json::Value) -> Option<i64> {
     raw.get("status")
         .and_then(|s| s.get("observedGeneration"))
