@@ -156,7 +156,12 @@ async fn futures_pending() {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
-    let config = kube_config(args.kubeconfig.as_deref()).await?;
+    let mut config = kube_config(args.kubeconfig.as_deref()).await?;
+    // Identifies esr in API server audit logs (and lets the e2e suite attribute calls to it).
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("esr/", env!("CARGO_PKG_VERSION"))),
+    ));
     let client = kube::client::ClientBuilder::try_from(config.clone())
         .context("building the Kubernetes client")?
         .with_layer(&esr_controller::ratelimit::RateLimitLayer::new(
