@@ -157,11 +157,16 @@ async fn futures_pending() {
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
     let mut config = kube_config(args.kubeconfig.as_deref()).await?;
-    // Identifies esr in API server audit logs (and lets the e2e suite attribute calls to it).
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(concat!("esr/", env!("CARGO_PKG_VERSION"))),
-    ));
+    // Identifies esr (and the process) in API server audit logs; the e2e suite attributes calls
+    // with it.
+    let agent = format!(
+        "esr/{} (pid {})",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    );
+    if let Ok(v) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, v));
+    }
     let client = kube::client::ClientBuilder::try_from(config.clone())
         .context("building the Kubernetes client")?
         .with_layer(&esr_controller::ratelimit::RateLimitLayer::new(
