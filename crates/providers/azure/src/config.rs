@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use azure_core::cloud::{CloudConfiguration, CustomConfiguration};
-use azure_core::http::{ClientOptions, Transport};
+use azure_core::http::{ClientOptions, ExponentialRetryOptions, RetryOptions, Transport};
 use esr_api::providers::azurekv::AzureEnvironmentType;
 use esr_provider::{ProviderError, Result};
 
@@ -137,9 +137,22 @@ impl AzureOptions {
         ClientOptions {
             transport,
             cloud: Some(Arc::new(cloud)),
+            retry: retry_options(),
             ..Default::default()
         }
     }
+}
+
+/// SDK retries: a few quick attempts (200 ms, 400 ms, 800 ms; at most 10 s per call) instead of
+/// the SDK default of 8 retries over up to 60 s, so a broken store fails a reconcile quickly and
+/// the controller's own back-off takes over.
+pub fn retry_options() -> RetryOptions {
+    RetryOptions::exponential(ExponentialRetryOptions {
+        initial_delay: time::Duration::milliseconds(200),
+        max_retries: 3,
+        max_total_elapsed: time::Duration::seconds(10),
+        max_delay: time::Duration::seconds(2),
+    })
 }
 
 #[cfg(test)]

@@ -65,8 +65,7 @@ pub fn map_error(e: azure_core::Error, call: &'static str, object: &str) -> Prov
         (Some(c), Some(m)) => format!("{c}: {m}"),
         (None, Some(m)) => m.clone(),
         (_, None) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("").to_string();
+            let first = chain_text(&e);
             match &code {
                 Some(c) if !first.contains(c.as_str()) => format!("{c}: {first}"),
                 _ => first,
@@ -91,7 +90,7 @@ pub fn map_error(e: azure_core::Error, call: &'static str, object: &str) -> Prov
         (Some(_), _) => ProviderError::invalid(base),
         (None, AzKind::Credential) => ProviderError::auth(format!(
             "{call} {object:?}: cannot get an Azure access token: {}",
-            credential_text(&e)
+            chain_text(&e)
         )),
         (None, AzKind::Io | AzKind::Connection) => ProviderError::transient(base),
         (None, _) => ProviderError::new(ErrorKind::Transient, base),
@@ -101,7 +100,7 @@ pub fn map_error(e: azure_core::Error, call: &'static str, object: &str) -> Prov
         .with_key(object.to_string())
 }
 
-fn credential_text(e: &azure_core::Error) -> String {
+fn chain_text(e: &azure_core::Error) -> String {
     // The identity crate wraps Entra's answer (AADSTS code and description); neither that nor the
     // wrappers contain the client secret or the assertion. Walk the chain and keep every distinct
     // first line.
