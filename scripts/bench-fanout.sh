@@ -3,6 +3,7 @@
 # Secrets on esr-testkit. Prints the time until all 1,000 Secrets exist, esr's RSS (VmRSS), and
 # the new-namespace → Secret latency p50/p99 over 100 namespaces (goal: p99 < 1 s).
 # Sizes: BENCH_NAMESPACES, BENCH_SECRETS, BENCH_NEW. BENCH_PROFILE=release (default) or debug.
+# BENCH_ESR_ARGS: extra `esr controller` flags (e.g. "--concurrent 8").
 # Not a test: it reports numbers (the scenario is the ignored e2e test `bench_fanout`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -408,7 +408,11 @@ async fn bench_fanout() {
         t.elapsed()
     );
 
-    let esr = env.start_esr(&["--loglevel", "warn"]).unwrap();
+    let extra = std::env::var("BENCH_ESR_ARGS").unwrap_or_default();
+    let mut args: Vec<&str> = vec!["--loglevel", "warn"];
+    args.extend(extra.split_whitespace());
+    println!("esr controller args: {args:?}");
+    let esr = env.start_esr(&args).unwrap();
     wait_condition(&env, "ClusterSecretStore", "", "fake", "True", "Valid").await;
     let rss_idle = rss_kib(esr.pid());
     let t = Instant::now();
