@@ -108,10 +108,30 @@ pub async fn build_credential(
                 .map_err(az_err)?;
                 return Ok(cred);
             }
-            Err(ProviderError::unsupported(
-                "authSecretRef.clientCertificate is not supported by esr yet; use clientSecret, \
-                 WorkloadIdentity or ManagedIdentity",
-            ))
+            let Some(cert_ref) = &a.client_certificate else {
+                return Err(ProviderError::invalid(
+                    "missing accessKeyID/secretAccessKey in store config",
+                ));
+            };
+            let pem = read_ref(ctx, cert_ref).await?;
+            let host = opts.authority_host.clone().unwrap_or(authority_host(p)?);
+            let assertion = CertificateAssertion::from_pem(
+                pem.as_bytes(),
+                client_id.trim(),
+                &format!(
+                    "{}/{}/oauth2/v2.0/token",
+                    host.trim_end_matches('/'),
+                    tenant.trim()
+                ),
+            )?;
+            let cred = ClientAssertionCredential::new(
+                tenant.trim().to_string(),
+                client_id.trim().to_string(),
+                assertion,
+                Some(ClientAssertionCredentialOptions { client_options }),
+            )
+            .map_err(az_err)?;
+            Ok(cred)
         }
         AzureAuthType::ManagedIdentity => {
             let cred = ManagedIdentityCredential::new(Some(ManagedIdentityCredentialOptions {
@@ -302,4 +322,93 @@ pub async fn workload_identity(
             audiences,
         },
     ))
+}
+
+/// A service principal's certificate (PEM: certificate plus RSA private key, as ESO takes it),
+/// presented to Entra as a signed client assertion (RS256 JWT with the certificate's SHA-1
+/// thumbprint in `x5t`): Microsoft's certificate-credential format. (azure_identity's
+/// `ClientCertificateCredential` needs OpenSSL and PKCS#12.)
+#[derive(Clone)]
+pub struct CertificateAssertion {
+    client_id: String,
+    audience: String,
+    key: jsonwebtoken::EncodingKey,
+    x5t: String,
+}
+
+impl std::fmt::Debug for CertificateAssertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateAssertion")
+            .field("client_id", &self.client_id)
+            .field("x5t", &self.x5t)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CertificateAssertion {
+    /// Parses the PEM (a `CERTIFICATE` block and a `PRIVATE KEY` / `RSA PRIVATE KEY` block).
+    pub fn from_pem(pem_bytes: &[u8], client_id: &str, audience: &str) -> Result<Self> {
+        use base64::Engine;
+        use sha1::Digest;
+        let blocks = pem::parse_many(pem_bytes).map_err(|_| {
+            ProviderError::invalid("authSecretRef.clientCertificate is not valid PEM")
+        })?;
+        let cert = blocks
+            .iter()
+            .find(|b| b.tag() == "CERTIFICATE")
+            .ok_or_else(|| {
+                ProviderError::invalid("authSecretRef.clientCertificate has no CERTIFICATE block")
+            })?;
+        let key = blocks
+            .iter()
+            .find(|b| b.tag() == "PRIVATE KEY" || b.tag() == "RSA PRIVATE KEY")
+            .ok_or_else(|| {
+                ProviderError::invalid(
+                    "authSecretRef.clientCertificate has no RSA private key block",
+                )
+            })?;
+        let key =
+            jsonwebtoken::EncodingKey::from_rsa_pem(pem::encode(key).as_bytes()).map_err(|_| {
+                ProviderError::invalid("authSecretRef.clientCertificate: invalid RSA private key")
+            })?;
+        let thumbprint = sha1::Sha1::digest(cert.contents());
+        Ok(CertificateAssertion {
+            client_id: client_id.to_string(),
+            audience: audience.to_string(),
+            key,
+            x5t: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(thumbprint),
+        })
+    }
+
+    /// A fresh signed assertion (valid 10 minutes).
+    pub fn sign(&self) -> Result<String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.x5t = Some(self.x5t.clone());
+        let claims = serde_json::json!({
+            "aud": self.audience, "iss": self.client_id, "sub": self.client_id,
+            "jti": format!("{nanos:x}"), "iat": now, "nbf": now, "exp": now + 600,
+        });
+        jsonwebtoken::encode(&header, &claims, &self.key)
+            .map_err(|e| ProviderError::invalid(format!("cannot sign client assertion: {e}")))
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientAssertion for CertificateAssertion {
+    async fn secret(
+        &self,
+        _options: Option<ClientMethodOptions<'_>>,
+    ) -> azure_core::Result<String> {
+        self.sign().map_err(|e| {
+            azure_core::Error::with_message(azure_core::error::ErrorKind::Credential, e.to_string())
+        })
+    }
 }

@@ -82,6 +82,9 @@ pub struct State {
     /// Accepted ServiceAccount for JWT assertions (`system:serviceaccount:<ns>:<name>`): the
     /// assertion must be a JWT with this `sub` and `aud` containing `api://AzureADTokenExchange`.
     pub assertion_subject: Option<String>,
+    /// Accepted certificate credential: PEM public key; the assertion must be an RS256 JWT signed
+    /// with its private key, with `x5t`, `iss` = `sub` = client id and `aud` = this token endpoint.
+    pub cert_public_pem: Option<String>,
     /// Tokens issued by the token endpoint.
     pub issued: BTreeSet<String>,
     /// Secrets by name, versions oldest first.
@@ -771,6 +774,23 @@ fn token(st: &Arc<Mutex<State>>, tenant: &str, f: &BTreeMap<String, String>) -> 
 }
 
 fn assertion_ok(s: &State, assertion: &str) -> bool {
+    if let Some(public) = &s.cert_public_pem {
+        let Ok(key) = jsonwebtoken::DecodingKey::from_rsa_pem(public.as_bytes()) else {
+            return false;
+        };
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        v.validate_aud = false;
+        let Ok(data) = jsonwebtoken::decode::<Value>(assertion, &key, &v) else {
+            return false;
+        };
+        let c = &data.claims;
+        return data.header.x5t.is_some()
+            && c["iss"] == s.client_id.as_str()
+            && c["sub"] == s.client_id.as_str()
+            && c["aud"]
+                .as_str()
+                .is_some_and(|a| a.ends_with(&format!("/{}/oauth2/v2.0/token", s.tenant)));
+    }
     if let Some(exact) = &s.client_assertion {
         return assertion == exact;
     }

@@ -728,3 +728,51 @@ async fn workload_identity_rejected_assertion() {
     server.state().client_assertion = Some("other-token".into());
     assert_eq!(text(c.get_secret(&SecretRef::new("s")).await.unwrap()), "v");
 }
+
+#[tokio::test]
+async fn service_principal_with_client_certificate() {
+    let server = KvServer::start(TENANT, CLIENT_ID).await;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_RSA_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["esr-sp".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    server.state().cert_public_pem = Some(key.public_key_pem());
+    server.state().put_secret("s", "cert-auth", &[]);
+    let kube = Arc::new(StaticKubeAccess::new());
+    let pem = format!("{}{}", cert.pem(), key.serialize_pem());
+    let s: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "sp-cert", "namespace": "app"},
+        "stringData": {"client-id": CLIENT_ID, "cert": pem}
+    }))
+    .unwrap();
+    kube.add_secret(s);
+    let store = StoreInfo::new(
+        StoreKind::SecretStore,
+        "azure-cert",
+        Some("app".into()),
+        json!({"provider": {"azurekv": {"vaultUrl": server.url(), "tenantId": TENANT,
+               "authSecretRef": {"clientId": {"name": "sp-cert", "key": "client-id"},
+                                 "clientCertificate": {"name": "sp-cert", "key": "cert"}}}}}),
+    );
+    let kube: Arc<dyn KubeAccess> = kube;
+    let c = provider(&server)
+        .new_client(&ClientContext::new(&store, Some("app"), kube.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(c.get_secret(&SecretRef::new("s")).await.unwrap()),
+        "cert-auth"
+    );
+    assert_eq!(server.state().grants, vec!["assertion"]);
+
+    // A different key is rejected by the token endpoint.
+    let other = rcgen::KeyPair::generate_for(&rcgen::PKCS_RSA_SHA256).unwrap();
+    server.state().cert_public_pem = Some(other.public_key_pem());
+    let c = provider(&server)
+        .new_client(&ClientContext::new(&store, Some("app"), kube))
+        .await
+        .unwrap();
+    let e = c.get_secret(&SecretRef::new("s")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+}
