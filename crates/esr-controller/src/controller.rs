@@ -422,6 +422,16 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                 if let Some(ev) = &p.write_event {
                     publish(&ctx.es_recorder, es, ev).await;
                 }
+                // Rollout on rotation (opt-in workloads; a no-op when the hash is unchanged).
+                if let SecretWrite::Create(s) | SecretWrite::Update(s) = &p.write
+                    && let Some(h) = s
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get("reconcile.external-secrets.io/data-hash"))
+                {
+                    crate::rollout::on_secret_changed(&ctx.client, &ns, &view.target_name, h).await;
+                }
             }
             Err(e) if is_conflict(&e) => {
                 debug!(es = %name, "conflict while writing secret, requeueing");

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod pushsecret;
 pub mod ratelimit;
 pub mod refresh;
+pub mod rollout;
 pub mod server;
 pub mod stores;
 pub mod template;
