@@ -219,8 +219,9 @@ impl ClientAssertion for FederatedToken {
 }
 
 async fn tokio_read(path: &str) -> std::io::Result<String> {
-    // Small file; a blocking read is fine on the runtime's blocking-tolerant path.
-    std::fs::read_to_string(path).map(|s| s.trim().to_string())
+    tokio::fs::read_to_string(path)
+        .await
+        .map(|s| s.trim().to_string())
 }
 
 /// ESO's workload identity resolution: client and tenant ids from `authSecretRef`,
