@@ -351,6 +351,18 @@ async fn rbac_observed_calls() {
     .await
     .is_ok();
     println!("ClusterExternalSecret reconciled: {ces_ran}");
+    // An opted-in Deployment using Secret "a" (rollout on rotation).
+    let dep: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "uses-a", "annotations": {"esr.external-secrets.io/reload": "true"}},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "envFrom": [{"secretRef": {"name": "a"}}]}]}}}
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(env.client(), &ns)
+        .create(&Default::default(), &dep)
+        .await
+        .unwrap();
     // A provider value change rewrites the Secret; deleting an ExternalSecret removes its finalizer.
     apply(
         &env,

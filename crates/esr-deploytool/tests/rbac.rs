@@ -144,6 +144,30 @@ const ALLOWLIST: &[(&str, &str, &str, &str)] = &[
         "patch",
         "ExternalSecret finalizer (controller.rs)",
     ),
+    (
+        "apps",
+        "statefulsets",
+        "get",
+        "rollout on rotation (rollout.rs); esr-testkit serves no StatefulSets",
+    ),
+    (
+        "apps",
+        "statefulsets",
+        "patch",
+        "rollout on rotation (rollout.rs); esr-testkit serves no StatefulSets",
+    ),
+    (
+        "apps",
+        "daemonsets",
+        "get",
+        "rollout on rotation (rollout.rs); esr-testkit serves no DaemonSets",
+    ),
+    (
+        "apps",
+        "daemonsets",
+        "patch",
+        "rollout on rotation (rollout.rs); esr-testkit serves no DaemonSets",
+    ),
 ];
 
 fn observed() -> BTreeSet<(String, String, String)> {
