@@ -1,7 +1,8 @@
 //! Produces the ExternalSecret objects that deploy/argocd/externalsecret-health.lua is tested on
 //! (crates/esr-deploytool/tests/argocd_health.rs), in each state, with the real `esr` binary:
 //! Healthy, Degraded, no status yet (controller not running) and controller down after a spec
-//! change (an old Ready=True for an older generation).
+//! change (an old Ready=True for an older generation); and PushSecret objects (Healthy, controller
+//! down after a spec change) in deploy/argocd/testdata/pushsecret/.
 //!
 //! With `ESR_WRITE_ARGOCD_FIXTURES=1` the objects are written to
 //! deploy/argocd/testdata/externalsecret/e2e-<state>.json. Without it the test checks that the
@@ -61,9 +62,14 @@ fn projection(obj: &Value) -> Value {
 }
 
 fn record(state: &str, obj: Value) {
+    record_kind("externalsecret", state, obj)
+}
+
+fn record_kind(kind: &str, state: &str, obj: Value) {
     let obj = sanitize(obj);
     let path = repo_root()
-        .join("deploy/argocd/testdata/externalsecret")
+        .join("deploy/argocd/testdata")
+        .join(kind)
         .join(format!("e2e-{state}.json"));
     if std::env::var("ESR_WRITE_ARGOCD_FIXTURES").is_ok_and(|v| v == "1") {
         std::fs::write(&path, serde_json::to_string_pretty(&obj).unwrap() + "\n").unwrap();
@@ -160,4 +166,62 @@ async fn externalsecret_states_for_argocd_health() {
     .unwrap();
     assert_eq!(ready(&resynced).0, "True");
     record("healthy-after-resync", resynced);
+}
+
+fn ps_api(env: &Env, ns: &str) -> kube::Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("external-secrets.io", "v1alpha1", "PushSecret");
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, "pushsecrets");
+    kube::Api::namespaced_with(env.client(), ns, &ar)
+}
+
+async fn get_ps(env: &Env, ns: &str) -> Option<Value> {
+    let o = ps_api(env, ns).get_opt("push").await.ok()??;
+    serde_json::to_value(o).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushsecret_states_for_argocd_health() {
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("argocdps").await.unwrap();
+    apply(&env, &ns, fake_ss("fake", json!([]))).await;
+    apply(&env, &ns, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "src"}, "stringData": {"k": "v"}})).await;
+    let mut esr = env.start_esr(&[]).unwrap();
+    let ps = json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret", "metadata": {"name": "push"},
+        "spec": {"refreshInterval": "1h", "secretStoreRefs": [{"name": "fake", "kind": "SecretStore"}],
+            "selector": {"secret": {"name": "src"}},
+            "data": [{"match": {"secretKey": "k", "remoteRef": {"remoteKey": "pushed"}}}]}});
+    ps_api(&env, &ns)
+        .patch(
+            "push",
+            &kube::api::PatchParams::apply("e2e").force(),
+            &kube::api::Patch::Apply(&ps),
+        )
+        .await
+        .unwrap();
+    let healthy = wait_for("PushSecret synced", TIMEOUT, || async {
+        let o = get_ps(&env, &ns).await?;
+        (ready(&o).0 == "True"
+            && str_at(&o, "/status/syncedResourceVersion").is_some_and(|v| v.starts_with("1-")))
+        .then_some(o)
+    })
+    .await;
+    let Ok(healthy) = healthy else {
+        panic!(
+            "PushSecret not synced: {:?}\n{}",
+            get_ps(&env, &ns).await,
+            esr.logs()
+        );
+    };
+    record_kind("pushsecret", "healthy", healthy);
+
+    esr.stop();
+    ps_api(&env, &ns)
+        .patch("push", &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"data": [{"match": {"secretKey": "k", "remoteRef": {"remoteKey": "pushed2"}}}]}})))
+        .await
+        .unwrap();
+    let down = get_ps(&env, &ns).await.unwrap();
+    assert_eq!(down.pointer("/metadata/generation"), Some(&json!(2)));
+    assert_eq!(ready(&down).0, "True");
+    record_kind("pushsecret", "progressing-controller-down", down);
 }
