@@ -13,6 +13,8 @@ pub fn registry() -> ProviderRegistry {
         esr_provider_aws::AwsSecretsManagerProvider::from_env(),
     ));
     r.register(Arc::new(esr_provider_vault::VaultProvider::new()));
-    r.register(Arc::new(esr_provider_azure::AzureKeyVaultProvider::from_env()));
+    r.register(Arc::new(
+        esr_provider_azure::AzureKeyVaultProvider::from_env(),
+    ));
     r
 }
