@@ -168,6 +168,18 @@ const ALLOWLIST: &[(&str, &str, &str, &str)] = &[
         "patch",
         "rollout on rotation (rollout.rs); esr-testkit serves no DaemonSets",
     ),
+    (
+        "external-secrets.io",
+        "externalsecrets/finalizers",
+        "update",
+        "OwnerReferencesPermissionEnforcement: a Secret's blockOwnerDeletion ownerRef to its ExternalSecret (checked by the admission plugin, not a call of esr's)",
+    ),
+    (
+        "external-secrets.io",
+        "clusterexternalsecrets/finalizers",
+        "update",
+        "OwnerReferencesPermissionEnforcement: an ExternalSecret's blockOwnerDeletion ownerRef to its ClusterExternalSecret",
+    ),
 ];
 
 fn observed() -> BTreeSet<(String, String, String)> {
