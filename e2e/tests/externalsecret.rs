@@ -41,6 +41,9 @@ fn foo_bar_es(store: &str) -> serde_json::Value {
     )
 }
 
+/// What `foo_bar_es` syncs into its Secret.
+const FOO_BAR: &[(&str, &str)] = &[("foo", "value1"), ("bar", "value2")];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_ready_and_secret_content_exact() {
     let env = Env::start().await.unwrap();
@@ -65,13 +68,7 @@ async fn create_ready_and_secret_content_exact() {
             .any(|f| f == "externalsecrets.external-secrets.io/externalsecret-cleanup"),
         "{es}"
     );
-    let s = wait_secret_data(
-        &env,
-        &ns,
-        "app-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    let s = wait_secret_data(&env, &ns, "app-secret", FOO_BAR).await;
     let labels = s.metadata.labels.clone().unwrap();
     assert_eq!(labels["reconcile.external-secrets.io/managed"], "true");
     assert_eq!(labels["reconcile.external-secrets.io/created-by"].len(), 56);
@@ -211,13 +208,7 @@ async fn provider_value_change_is_picked_up_on_refresh() {
     let mut e = foo_bar_es("fake");
     e["spec"]["refreshInterval"] = json!("1s");
     apply(&env, &ns, e).await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "app-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    wait_secret_data(&env, &ns, "app-secret", FOO_BAR).await;
     apply(
         &env,
         "",
@@ -241,53 +232,19 @@ async fn deleted_or_edited_target_secret_is_restored() {
     let _esr = env.start_esr(&[]).unwrap();
     apply(&env, &ns, foo_bar_store("fake")).await;
     apply(&env, &ns, foo_bar_es("fake")).await;
-    let s = wait_secret_data(
-        &env,
-        &ns,
-        "app-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    let s = wait_secret_data(&env, &ns, "app-secret", FOO_BAR).await;
     let uid = s.metadata.uid.clone().unwrap();
     delete(&env, "Secret", &ns, "app-secret").await;
-    let s = wait_secret_data(
-        &env,
-        &ns,
-        "app-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    let s = wait_secret_data(&env, &ns, "app-secret", FOO_BAR).await;
     assert_ne!(s.metadata.uid.unwrap(), uid, "recreated");
-    merge_patch(
-        &env,
-        "Secret",
-        &ns,
-        "app-secret",
+    // An edited value and an added key are both reverted.
+    for edit in [
         json!({"data": {"foo": "dGFtcGVyZWQ="}}),
-    )
-    .await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "app-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
-    merge_patch(
-        &env,
-        "Secret",
-        &ns,
-        "app-secret",
         json!({"data": {"extra": "eA=="}}),
-    )
-    .await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "app-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    ] {
+        merge_patch(&env, "Secret", &ns, "app-secret", edit).await;
+        wait_secret_data(&env, &ns, "app-secret", FOO_BAR).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -305,20 +262,8 @@ async fn es_deletion_honours_deletion_policy() {
         json!({"name": "keep-secret", "creationPolicy": "Orphan", "deletionPolicy": "Retain"});
     apply(&env, &ns, del).await;
     apply(&env, &ns, keep).await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "del-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "keep-secret",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    wait_secret_data(&env, &ns, "del-secret", FOO_BAR).await;
+    wait_secret_data(&env, &ns, "keep-secret", FOO_BAR).await;
     delete(&env, "ExternalSecret", &ns, "del").await;
     delete(&env, "ExternalSecret", &ns, "keep").await;
     wait_for("del-secret deleted", TIMEOUT, || async {
@@ -658,11 +603,5 @@ async fn leader_election_one_active_and_failover() {
     })
     .await
     .unwrap();
-    wait_secret_data(
-        &env,
-        &ns,
-        "after-failover",
-        &[("foo", "value1"), ("bar", "value2")],
-    )
-    .await;
+    wait_secret_data(&env, &ns, "after-failover", FOO_BAR).await;
 }
