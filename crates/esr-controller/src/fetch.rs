@@ -181,7 +181,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
 
     // dataFrom[]
     let mut data_from = Vec::new();
-    for df in es.spec.data_from.iter().flatten() {
+    for (index, df) in es.spec.data_from.iter().flatten().enumerate() {
         let sref = store_ref_of(default, df.source_ref.as_ref());
         if df
             .source_ref
@@ -193,7 +193,13 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
         {
             // Generator: Generate → rewrite → ValidateKeys (no conversion, no decoding).
             let result = match df.source_ref.as_ref().and_then(|s| s.generator_ref.as_ref()) {
-                Some(g) => match crate::generators::generate(g, &namespace).await {
+                Some(g) => match crate::generators::generate(
+                    g,
+                    &namespace,
+                    &crate::generators::es_consumer(&namespace, &es.name_any(), index),
+                )
+                .await
+                {
                     Ok(m) => crate::pipeline::rewrite_map(
                         &rewrites(df.rewrite.as_ref()),
                         env.transformer,

@@ -191,15 +191,46 @@ pub fn fake(spec: &FakeSpec) -> Generated {
         .collect()
 }
 
-/// A pluggable generator kind (e.g. `VaultDynamicSecret`). `spec` is the generator's `spec`.
+/// One run of a pluggable generator.
+#[derive(Clone)]
+pub struct GenerateRequest<'a> {
+    /// The generator kind (`VaultDynamicSecret`, …).
+    pub kind: &'a str,
+    /// The generator object's name (a `ClusterGenerator`'s name for cluster generators).
+    pub name: &'a str,
+    /// The referrer's namespace; credential references resolve here.
+    pub namespace: &'a str,
+    /// The generator's `spec` (for a `ClusterGenerator`, the inner kind's spec).
+    pub spec: &'a serde_json::Value,
+    /// Who consumes the output, stable across refreshes (e.g.
+    /// `ExternalSecret/<ns>/<name>/dataFrom/<i>`), so stateful generators can keep one lease per
+    /// consumer and renew it instead of issuing new credentials.
+    pub consumer: &'a str,
+    /// A client for Kubernetes reads (credential Secrets, TokenRequest).
+    pub client: &'a Client,
+}
+
+impl std::fmt::Debug for GenerateRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenerateRequest")
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("namespace", &self.namespace)
+            .field("consumer", &self.consumer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The consumer key of an ExternalSecret's `dataFrom[index]` generator.
+pub fn es_consumer(namespace: &str, name: &str, index: usize) -> String {
+    format!("ExternalSecret/{namespace}/{name}/dataFrom/{index}")
+}
+
+/// A pluggable generator kind (e.g. `VaultDynamicSecret`).
 #[async_trait]
 pub trait Generator: Send + Sync {
-    /// Generates data for a referrer in `namespace`.
-    async fn generate(
-        &self,
-        spec: &serde_json::Value,
-        namespace: &str,
-    ) -> Result<Generated, String>;
+    /// Generates data for one request.
+    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, String>;
 }
 
 /// Generators by kind plus the client to read generator objects.
@@ -257,8 +288,14 @@ impl Generators {
         Ok(o.data.get("spec").cloned().unwrap_or_default())
     }
 
-    /// Runs the generator a `generatorRef` points at (namespaced kinds in `namespace`).
-    pub async fn generate(&self, r: &GeneratorRef, namespace: &str) -> Result<Generated, String> {
+    /// Runs the generator a `generatorRef` points at (namespaced kinds in `namespace`) for
+    /// `consumer` (see [`GenerateRequest::consumer`]).
+    pub async fn generate(
+        &self,
+        r: &GeneratorRef,
+        namespace: &str,
+        consumer: &str,
+    ) -> Result<Generated, String> {
         let get_err = |e: kube::Error| {
             format!(
                 "unable to get generator {}/{}: {e}",
@@ -298,7 +335,17 @@ impl Generators {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .unwrap_or_default();
                 match self.plugins.get(&kind) {
-                    Some(p) => p.generate(&value, namespace).await,
+                    Some(p) => {
+                        p.generate(&GenerateRequest {
+                            kind: &kind,
+                            name: &r.name,
+                            namespace,
+                            spec: &value,
+                            consumer,
+                            client: &self.client,
+                        })
+                        .await
+                    }
                     None => Err(format!(
                         "ClusterGenerator {}: generator kind {kind:?} ({key}) is not supported by esr",
                         r.name
@@ -310,7 +357,15 @@ impl Generators {
                 match self.plugins.get(kind) {
                     Some(p) => {
                         let spec = self.plugin_spec(kind, namespace, &r.name).await?;
-                        p.generate(&spec, namespace).await
+                        p.generate(&GenerateRequest {
+                            kind,
+                            name: &r.name,
+                            namespace,
+                            spec: &spec,
+                            consumer,
+                            client: &self.client,
+                        })
+                        .await
                     }
                     None => Err(format!("generator kind {kind} is not supported by esr")),
                 }
@@ -320,9 +375,13 @@ impl Generators {
 }
 
 /// Runs a generatorRef through the installed registry.
-pub async fn generate(r: &GeneratorRef, namespace: &str) -> Result<Generated, String> {
+pub async fn generate(
+    r: &GeneratorRef,
+    namespace: &str,
+    consumer: &str,
+) -> Result<Generated, String> {
     match Generators::installed() {
-        Some(g) => g.generate(r, namespace).await,
+        Some(g) => g.generate(r, namespace, consumer).await,
         None => Err("generators are not available (no generator registry installed)".to_string()),
     }
 }

@@ -101,6 +101,30 @@ pub struct Metrics {
     pub css_condition: Family<ConditionLabels, FloatGauge>,
     /// `clustersecretstore_reconcile_duration`.
     pub css_duration: Family<ResourceLabels, FloatGauge>,
+    /// `clusterexternalsecret_status_condition`.
+    pub ces_condition: Family<ConditionLabels, FloatGauge>,
+    /// `clusterexternalsecret_reconcile_duration`.
+    pub ces_duration: Family<ResourceLabels, FloatGauge>,
+    /// `pushsecret_status_condition`.
+    pub ps_condition: Family<ConditionLabels, FloatGauge>,
+    /// `pushsecret_reconcile_duration`.
+    pub ps_duration: Family<ResourceLabels, FloatGauge>,
+    /// `clusterpushsecret_status_condition`.
+    pub cps_condition: Family<ConditionLabels, FloatGauge>,
+    /// `clusterpushsecret_reconcile_duration`.
+    pub cps_duration: Family<ResourceLabels, FloatGauge>,
+}
+
+/// The kinds whose reconciles are observed with a `<kind>_status_condition` /
+/// `<kind>_reconcile_duration` pair (ExternalSecrets and stores have their own paths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Observed {
+    /// `clusterexternalsecret_*` (cluster-scoped: namespace label empty).
+    ClusterExternalSecret,
+    /// `pushsecret_*`.
+    PushSecret,
+    /// `clusterpushsecret_*` (cluster-scoped: namespace label empty).
+    ClusterPushSecret,
 }
 
 impl Default for Metrics {
@@ -124,6 +148,12 @@ impl Metrics {
             ss_duration: Family::default(),
             css_condition: Family::default(),
             css_duration: Family::default(),
+            ces_condition: Family::default(),
+            ces_duration: Family::default(),
+            ps_condition: Family::default(),
+            ps_duration: Family::default(),
+            cps_condition: Family::default(),
+            cps_duration: Family::default(),
         };
         registry.register(
             "externalsecret_sync_calls",
@@ -170,6 +200,32 @@ impl Metrics {
             "The duration time to reconcile the Cluster Secret Store",
             m.css_duration.clone(),
         );
+        for (prefix, what, cond, dur) in [
+            (
+                "clusterexternalsecret",
+                "Cluster External Secret",
+                &m.ces_condition,
+                &m.ces_duration,
+            ),
+            ("pushsecret", "Push Secret", &m.ps_condition, &m.ps_duration),
+            (
+                "clusterpushsecret",
+                "Cluster Push Secret",
+                &m.cps_condition,
+                &m.cps_duration,
+            ),
+        ] {
+            registry.register(
+                format!("{prefix}_status_condition"),
+                format!("The status condition of a specific {what}"),
+                cond.clone(),
+            );
+            registry.register(
+                format!("{prefix}_reconcile_duration"),
+                format!("The duration time to reconcile the {what}"),
+                dur.clone(),
+            );
+        }
         Metrics {
             registry: Arc::new(registry),
             ..m
@@ -205,6 +261,64 @@ impl Metrics {
         };
         family.get_or_create(&l(on)).set(1.0);
         family.get_or_create(&l(off)).set(0.0);
+    }
+
+    fn families(
+        &self,
+        kind: Observed,
+    ) -> (
+        &Family<ConditionLabels, FloatGauge>,
+        &Family<ResourceLabels, FloatGauge>,
+    ) {
+        match kind {
+            Observed::ClusterExternalSecret => (&self.ces_condition, &self.ces_duration),
+            Observed::PushSecret => (&self.ps_condition, &self.ps_duration),
+            Observed::ClusterPushSecret => (&self.cps_condition, &self.cps_duration),
+        }
+    }
+
+    /// Records one reconcile of a CES / PushSecret / ClusterPushSecret: the duration gauge (in
+    /// nanoseconds, as ESO) and, when known, the Ready condition pair.
+    pub fn observe(
+        &self,
+        kind: Observed,
+        name: &str,
+        namespace: &str,
+        took: std::time::Duration,
+        ready: Option<bool>,
+    ) {
+        let (cond, dur) = self.families(kind);
+        dur.get_or_create(&ResourceLabels {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+        })
+        .set(took.as_nanos() as f64);
+        if let Some(r) = ready {
+            Metrics::set_condition(
+                cond,
+                name,
+                namespace,
+                "Ready",
+                if r { "True" } else { "False" },
+            );
+        }
+    }
+
+    /// Removes the series of a deleted CES / PushSecret / ClusterPushSecret.
+    pub fn forget_observed(&self, kind: Observed, name: &str, namespace: &str) {
+        let (cond, dur) = self.families(kind);
+        dur.remove(&ResourceLabels {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+        });
+        for s in ["True", "False"] {
+            cond.remove(&ConditionLabels {
+                name: name.to_string(),
+                namespace: namespace.to_string(),
+                condition: "Ready".to_string(),
+                status: s.to_string(),
+            });
+        }
     }
 
     /// Removes every series of a deleted resource.
@@ -282,5 +396,30 @@ mod tests {
         );
         m.forget("db", "app");
         assert!(!m.encode().contains("name=\"db\""));
+    }
+
+    #[test]
+    fn observed_kinds_use_eso_names() {
+        let m = Metrics::new();
+        let d = std::time::Duration::from_millis(2);
+        m.observe(Observed::ClusterExternalSecret, "wild", "", d, Some(true));
+        m.observe(Observed::PushSecret, "push", "app", d, Some(false));
+        m.observe(Observed::ClusterPushSecret, "cps", "", d, None);
+        let text = m.encode();
+        for want in [
+            "clusterexternalsecret_reconcile_duration{name=\"wild\",namespace=\"\"} 2000000",
+            "clusterexternalsecret_status_condition{name=\"wild\",namespace=\"\",condition=\"Ready\",status=\"True\"} 1",
+            "pushsecret_status_condition{name=\"push\",namespace=\"app\",condition=\"Ready\",status=\"False\"} 1",
+            "pushsecret_status_condition{name=\"push\",namespace=\"app\",condition=\"Ready\",status=\"True\"} 0",
+            "clusterpushsecret_reconcile_duration{name=\"cps\",namespace=\"\"} 2000000",
+        ] {
+            assert!(text.contains(want), "missing {want} in {text}");
+        }
+        assert!(
+            !text.contains("clusterpushsecret_status_condition{"),
+            "{text}"
+        );
+        m.forget_observed(Observed::PushSecret, "push", "app");
+        assert!(!m.encode().contains("name=\"push\""));
     }
 }
