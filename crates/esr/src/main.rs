@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod generators;
 mod providers;
 
 /// esr: External Secrets, in Rust. A drop-in replacement for the External Secrets Operator.

@@ -262,7 +262,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
-    esr_controller::generators::Generators::new(lease_client.clone()).install();
+    crate::generators::registry(lease_client.clone()).install();
     let ps_ctrl = args.enable_push_secret_reconciler.then(|| {
         let rx = stop_rx.clone();
         tokio::spawn(esr_controller::pushsecret::run(
