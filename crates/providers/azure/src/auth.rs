@@ -64,6 +64,43 @@ fn az_err(e: azure_core::Error) -> ProviderError {
     ProviderError::invalid(format!("cannot create Azure credential: {e}"))
 }
 
+/// The credential material a store's clients are built from, for the client cache key: the
+/// referenced Secret values of a service principal (so a rotated client secret builds new
+/// clients), the identity of a managed identity, the ServiceAccount of workload identity.
+/// `None` when something cannot be read: the clients are then built (and the error reported)
+/// without the cache.
+pub async fn credential_fingerprint(
+    ctx: &ClientContext<'_>,
+    p: &AzureKvProvider,
+) -> Option<String> {
+    let mut parts: Vec<String> = vec![format!("{:?}", p.auth_type.unwrap_or_default())];
+    if let Some(a) = &p.auth_secret_ref {
+        for r in [
+            &a.tenant_id,
+            &a.client_id,
+            &a.client_secret,
+            &a.client_certificate,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            parts.push(read_ref(ctx, r).await.ok()?);
+        }
+    }
+    if let Some(sa) = &p.service_account_ref {
+        let ns = resolve_namespace(
+            ctx.store,
+            ctx.namespace,
+            sa.namespace.as_deref(),
+            "service account",
+        )
+        .ok()?;
+        parts.push(format!("{ns}/{}", sa.name));
+    }
+    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    Some(crate::cache::key(&refs))
+}
+
 /// Builds the credential for a store.
 pub async fn build_credential(
     ctx: &ClientContext<'_>,

@@ -50,7 +50,7 @@ pub struct VaultClients {
 /// validated without a namespace (ESO returns `ValidationResultUnknown` then).
 pub struct AzureKvClient {
     vault_url: String,
-    vault: Option<VaultClients>,
+    vault: Option<Arc<VaultClients>>,
     recorder: Arc<dyn CallRecorder>,
 }
 
@@ -94,7 +94,7 @@ impl AzureKvClient {
     /// A client for `vault_url`.
     pub fn new(
         vault_url: String,
-        vault: Option<VaultClients>,
+        vault: Option<Arc<VaultClients>>,
         recorder: Arc<dyn CallRecorder>,
     ) -> Self {
         AzureKvClient {
@@ -105,7 +105,7 @@ impl AzureKvClient {
     }
 
     fn vault(&self) -> Result<&VaultClients> {
-        self.vault.as_ref().ok_or_else(|| {
+        self.vault.as_deref().ok_or_else(|| {
             ProviderError::invalid(
                 "cannot use a ClusterSecretStore with referent credentials without a namespace",
             )

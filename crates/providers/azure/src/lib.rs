@@ -7,9 +7,11 @@
 //! * [`config`]: clouds, endpoints and the (test-only) transport/authority overrides;
 //! * [`auth`]: ServicePrincipal, ManagedIdentity and WorkloadIdentity credentials;
 //! * [`client`]: the `SecretsClient` of one vault; [`provider`]: the `Provider`;
+//! * [`cache`]: clients reused across reconciles (no challenge/token round-trip per reconcile);
 //! * [`error`]: SDK errors → `ProviderError` (404 → not found, 403 → a clear auth error).
 
 pub mod auth;
+pub mod cache;
 pub mod client;
 pub mod config;
 pub mod error;

@@ -13,7 +13,8 @@ use esr_provider::{
     Capabilities, ClientContext, Provider, ProviderError, Result, SecretsClient, StoreInfo,
 };
 
-use crate::auth::{build_credential, is_referent};
+use crate::auth::{build_credential, credential_fingerprint, is_referent};
+use crate::cache::{self, ClientCache};
 use crate::client::{AzureKvClient, VaultClients};
 use crate::config::AzureOptions;
 use crate::{METRIC_PROVIDER, PROVIDER_KEY};
@@ -22,6 +23,7 @@ use crate::{METRIC_PROVIDER, PROVIDER_KEY};
 #[derive(Debug, Clone)]
 pub struct AzureKeyVaultProvider {
     opts: std::result::Result<AzureOptions, ProviderError>,
+    cache: ClientCache<VaultClients>,
 }
 
 impl Default for AzureKeyVaultProvider {
@@ -33,7 +35,10 @@ impl Default for AzureKeyVaultProvider {
 impl AzureKeyVaultProvider {
     /// A provider with explicit options.
     pub fn new(opts: AzureOptions) -> Self {
-        AzureKeyVaultProvider { opts: Ok(opts) }
+        AzureKeyVaultProvider {
+            opts: Ok(opts),
+            cache: ClientCache::default(),
+        }
     }
 
     /// A provider configured by the test-only env vars of [`crate::config`]. A bad value is
@@ -41,7 +46,49 @@ impl AzureKeyVaultProvider {
     pub fn from_env() -> Self {
         AzureKeyVaultProvider {
             opts: AzureOptions::from_env(),
+            cache: ClientCache::default(),
         }
+    }
+
+    /// The client cache (shared by clones of this provider).
+    pub fn client_cache(&self) -> &ClientCache<VaultClients> {
+        &self.cache
+    }
+
+    /// The clients for a store: reused from the cache when the store, its spec and the credential
+    /// material are unchanged, else built (and cached).
+    async fn vault_clients(
+        &self,
+        ctx: &ClientContext<'_>,
+        p: &AzureKvProvider,
+        opts: &AzureOptions,
+    ) -> Result<Arc<VaultClients>> {
+        let key = match credential_fingerprint(ctx, p).await {
+            Some(fp) => {
+                let spec = serde_json::to_string(p).unwrap_or_default();
+                let store_ns = ctx.store.namespace.clone().unwrap_or_default();
+                Some(cache::key(&[
+                    ctx.store.kind.as_str(),
+                    &ctx.store.name,
+                    ctx.store.uid.as_deref().unwrap_or_default(),
+                    &store_ns,
+                    ctx.namespace.unwrap_or_default(),
+                    &spec,
+                    &fp,
+                ]))
+            }
+            None => None,
+        };
+        if let Some(k) = &key
+            && let Some(c) = self.cache.get(k)
+        {
+            return Ok(c);
+        }
+        let built = Arc::new(build_vault_clients(ctx, p, opts).await?);
+        if let Some(k) = key {
+            self.cache.insert(k, built.clone());
+        }
+        Ok(built)
     }
 
     fn spec(store: &StoreInfo) -> Result<AzureKvProvider> {
@@ -168,7 +215,7 @@ impl Provider for AzureKeyVaultProvider {
                 ctx.recorder.clone(),
             )));
         }
-        let vault = build_vault_clients(ctx, &p, &opts).await?;
+        let vault = self.vault_clients(ctx, &p, &opts).await?;
         Ok(Arc::new(AzureKvClient::new(
             p.vault_url.clone(),
             Some(vault),

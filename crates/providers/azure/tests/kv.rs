@@ -776,3 +776,62 @@ async fn service_principal_with_client_certificate() {
     let e = c.get_secret(&SecretRef::new("s")).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
 }
+
+#[tokio::test]
+async fn clients_are_reused_across_reconciles_until_the_credential_changes() {
+    let f = Fixture::new().await;
+    f.server.state().put_secret("db", "v1", &[]);
+    let p = provider(&f.server);
+    let new_client = || async {
+        let kube: Arc<dyn KubeAccess> = f.kube.clone();
+        let ctx = ClientContext::new(&f.store, Some("app"), kube).with_recorder(f.recorder.clone());
+        p.new_client(&ctx).await.unwrap()
+    };
+    let token_calls = || {
+        f.server
+            .state()
+            .count(&format!("POST /{TENANT}/oauth2/v2.0/token"))
+    };
+    // Three reconciles: one challenge and one token request in all.
+    for _ in 0..3 {
+        let c = new_client().await;
+        assert_eq!(
+            text(c.get_secret(&SecretRef::new("db")).await.unwrap()),
+            "v1"
+        );
+    }
+    assert_eq!(token_calls(), 1);
+    assert_eq!(
+        f.server.state().count("GET /secrets/db/"),
+        4,
+        "one 401 challenge, then 3 reads"
+    );
+    assert_eq!(p.client_cache().len(), 1);
+
+    // A rotated client secret builds new clients (new challenge + token) at once.
+    f.server.state().client_secret = Some("rotated".to_string());
+    creds(&f.kube, "app", "rotated");
+    let c = new_client().await;
+    assert_eq!(
+        text(c.get_secret(&SecretRef::new("db")).await.unwrap()),
+        "v1"
+    );
+    assert_eq!(token_calls(), 2);
+    assert_eq!(p.client_cache().len(), 2);
+
+    // Another store with the same spec gets its own clients.
+    let other = StoreInfo::new(
+        StoreKind::SecretStore,
+        "azure-2",
+        Some("app".into()),
+        (*f.store.spec).clone(),
+    );
+    let kube: Arc<dyn KubeAccess> = f.kube.clone();
+    let ctx = ClientContext::new(&other, Some("app"), kube);
+    let c = p.new_client(&ctx).await.unwrap();
+    assert_eq!(
+        text(c.get_secret(&SecretRef::new("db")).await.unwrap()),
+        "v1"
+    );
+    assert_eq!(token_calls(), 3);
+}
