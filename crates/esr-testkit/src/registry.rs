@@ -220,6 +220,8 @@ impl Registry {
 
 const BUILTIN_GROUPS: &[&str] = &[
     "apps",
+    "rbac.authorization.k8s.io",
+    "policy",
     "authorization.k8s.io",
     "events.k8s.io",
     "authentication.k8s.io",
@@ -616,10 +618,189 @@ fn builtin_types() -> Vec<ResourceType> {
                 "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
                     "replicas": {"type": "integer"},
                     "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                    "template": pod_template,
+                    "template": pod_template.clone(),
                     "strategy": free()
                 }},
                 "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"conditions": conditions("type")}}
+            }),
+        ),
+        &[],
+    ));
+    // StatefulSet and DaemonSet: stored only (no pods, no status), like Deployment.
+    for (kind, plural, short, desc, extra) in [
+        (
+            "StatefulSet",
+            "statefulsets",
+            "sts",
+            "StatefulSet represents a set of pods with consistent identities.",
+            json!({"serviceName": {"type": "string"}, "podManagementPolicy": {"type": "string"},
+                "updateStrategy": free(), "volumeClaimTemplates": {"type": "array", "x-kubernetes-list-type": "atomic",
+                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "minReadySeconds": {"type": "integer"}, "revisionHistoryLimit": {"type": "integer"},
+                "persistentVolumeClaimRetentionPolicy": free(), "ordinals": free()}),
+        ),
+        (
+            "DaemonSet",
+            "daemonsets",
+            "ds",
+            "DaemonSet represents the configuration of a daemon set.",
+            json!({"updateStrategy": free(), "minReadySeconds": {"type": "integer"},
+                "revisionHistoryLimit": {"type": "integer"}}),
+        ),
+    ] {
+        let mut spec_props = json!({
+            "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "template": pod_template.clone(),
+        });
+        if kind == "StatefulSet" {
+            spec_props["replicas"] = json!({"type": "integer"});
+        }
+        if let (Some(m), Some(e)) = (spec_props.as_object_mut(), extra.as_object()) {
+            m.extend(e.clone());
+        }
+        v.push(bt(
+            "apps",
+            "v1",
+            kind,
+            plural,
+            true,
+            &[short],
+            true,
+            true,
+            object_schema(
+                desc,
+                json!({
+                    "spec": {"type": "object", "properties": spec_props},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"conditions": conditions("type")}}
+                }),
+            ),
+            &[],
+        ));
+    }
+    v.push(bt(
+        "",
+        "v1",
+        "Service",
+        "services",
+        true,
+        &["svc"],
+        true,
+        false,
+        object_schema(
+            "Service is a named abstraction of software service (for example, mysql) consisting of local port (for example 3306) that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy.",
+            json!({
+                "spec": {"type": "object", "properties": {
+                    "type": {"type": "string"},
+                    "selector": str_map(),
+                    "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+                        "items": {"type": "object", "required": ["port"], "properties": {
+                            "name": {"type": "string"}, "protocol": {"type": "string"}, "appProtocol": {"type": "string"},
+                            "port": {"type": "integer", "format": "int32"}, "targetPort": {"x-kubernetes-int-or-string": true},
+                            "nodePort": {"type": "integer", "format": "int32"}}}},
+                    "clusterIP": {"type": "string"},
+                    "clusterIPs": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+                    "externalIPs": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+                    "externalName": {"type": "string"},
+                    "externalTrafficPolicy": {"type": "string"},
+                    "internalTrafficPolicy": {"type": "string"},
+                    "ipFamilies": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+                    "ipFamilyPolicy": {"type": "string"},
+                    "loadBalancerClass": {"type": "string"},
+                    "loadBalancerIP": {"type": "string"},
+                    "loadBalancerSourceRanges": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+                    "allocateLoadBalancerNodePorts": {"type": "boolean"},
+                    "healthCheckNodePort": {"type": "integer", "format": "int32"},
+                    "publishNotReadyAddresses": {"type": "boolean"},
+                    "sessionAffinity": {"type": "string"},
+                    "sessionAffinityConfig": free(),
+                    "trafficDistribution": {"type": "string"}
+                }},
+                "status": free()
+            }),
+        ),
+        &[],
+    ));
+    let policy_rule = json!({"type": "object", "required": ["verbs"], "properties": {
+        "apiGroups": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+        "resources": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+        "resourceNames": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+        "nonResourceURLs": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
+        "verbs": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}}}});
+    let rules = json!({"type": "array", "x-kubernetes-list-type": "atomic", "items": policy_rule});
+    let label_selector = json!({"type": "object", "properties": {
+        "matchLabels": str_map(),
+        "matchExpressions": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object",
+            "required": ["key", "operator"], "properties": {"key": {"type": "string"}, "operator": {"type": "string"},
+            "values": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}}}}}}});
+    let role_ref = json!({"type": "object", "required": ["apiGroup", "kind", "name"], "properties": {
+        "apiGroup": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}}});
+    let subjects = json!({"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object",
+        "required": ["kind", "name"], "properties": {"apiGroup": {"type": "string"}, "kind": {"type": "string"},
+        "name": {"type": "string"}, "namespace": {"type": "string"}}}});
+    for (kind, plural, namespaced, desc, props) in [
+        (
+            "Role",
+            "roles",
+            true,
+            "Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding.",
+            json!({"rules": rules.clone()}),
+        ),
+        (
+            "ClusterRole",
+            "clusterroles",
+            false,
+            "ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding.",
+            json!({"rules": rules.clone(), "aggregationRule": {"type": "object", "properties": {
+                "clusterRoleSelectors": {"type": "array", "x-kubernetes-list-type": "atomic", "items": label_selector.clone()}}}}),
+        ),
+        (
+            "RoleBinding",
+            "rolebindings",
+            true,
+            "RoleBinding references a role, but does not contain it.",
+            json!({"roleRef": role_ref.clone(), "subjects": subjects.clone()}),
+        ),
+        (
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+            "ClusterRoleBinding references a ClusterRole, but not contain it.",
+            json!({"roleRef": role_ref.clone(), "subjects": subjects.clone()}),
+        ),
+    ] {
+        // Stored only: esr-testkit authorizes every request, RBAC objects grant nothing here.
+        v.push(bt(
+            "rbac.authorization.k8s.io",
+            "v1",
+            kind,
+            plural,
+            namespaced,
+            &[],
+            false,
+            false,
+            object_schema(desc, props),
+            &[],
+        ));
+    }
+    v.push(bt(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        &["pdb"],
+        true,
+        true,
+        object_schema(
+            "PodDisruptionBudget is an object to define the max disruption that can be caused to a collection of pods",
+            json!({
+                "spec": {"type": "object", "properties": {
+                    "minAvailable": {"x-kubernetes-int-or-string": true},
+                    "maxUnavailable": {"x-kubernetes-int-or-string": true},
+                    "selector": label_selector,
+                    "unhealthyPodEvictionPolicy": {"type": "string"}
+                }},
+                "status": free()
             }),
         ),
         &[],

@@ -855,3 +855,215 @@ async fn access_reviews_allow_everything() {
         405
     );
 }
+
+/// RBAC kinds, Service, StatefulSet, DaemonSet and PodDisruptionBudget are stored and served to
+/// kube-rs like on a real server (discovery, typed create/get/list, strategic merge, generation).
+#[tokio::test]
+async fn rbac_service_and_workload_kinds_are_served() {
+    use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    let s = start().await;
+    let c = s.client();
+
+    // Discovery: kube-rs finds every kind with its scope.
+    let d = kube::Discovery::new(c.clone()).run().await.unwrap();
+    for (group, kind, namespaced) in [
+        ("rbac.authorization.k8s.io", "Role", true),
+        ("rbac.authorization.k8s.io", "ClusterRole", false),
+        ("rbac.authorization.k8s.io", "RoleBinding", true),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding", false),
+        ("", "Service", true),
+        ("apps", "StatefulSet", true),
+        ("apps", "DaemonSet", true),
+        ("policy", "PodDisruptionBudget", true),
+    ] {
+        let (ar, caps) = d
+            .resolve_gvk(&kube::api::GroupVersionKind::gvk(group, "v1", kind))
+            .unwrap_or_else(|| panic!("{group}/{kind} not discovered"));
+        assert_eq!(ar.kind, kind);
+        assert_eq!(
+            caps.scope == kube::discovery::Scope::Namespaced,
+            namespaced,
+            "{kind}"
+        );
+    }
+    let v1 = get(&s, "/api/v1").await;
+    let svc = v1.body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "services")
+        .unwrap();
+    assert_eq!(svc["shortNames"], json!(["svc"]));
+
+    // RBAC objects round-trip through the typed API.
+    let cr: ClusterRole = serde_json::from_value(json!({"metadata": {"name": "reader"},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]}))
+    .unwrap();
+    Api::<ClusterRole>::all(c.clone())
+        .create(&PostParams::default(), &cr)
+        .await
+        .unwrap();
+    let got = Api::<ClusterRole>::all(c.clone())
+        .get("reader")
+        .await
+        .unwrap();
+    assert_eq!(got.rules.unwrap()[0].verbs, vec!["get", "list"]);
+    let crb: ClusterRoleBinding = serde_json::from_value(json!({"metadata": {"name": "reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(c.clone())
+        .create(&PostParams::default(), &crb)
+        .await
+        .unwrap();
+    let role: Role = serde_json::from_value(json!({"metadata": {"name": "le"},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]}]}))
+    .unwrap();
+    let roles: Api<Role> = Api::namespaced(c.clone(), "default");
+    roles.create(&PostParams::default(), &role).await.unwrap();
+    // rules are an atomic list: a merge patch replaces them
+    let r = roles
+        .patch(
+            "le",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"]}]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.rules.unwrap()[0].verbs, vec!["get", "update"]);
+    let rb: RoleBinding = serde_json::from_value(json!({"metadata": {"name": "le"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "le"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(c.clone(), "default")
+        .create(&PostParams::default(), &rb)
+        .await
+        .unwrap();
+    assert_eq!(
+        Api::<RoleBinding>::all(c.clone())
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    // RBAC kinds and Services have no generation; unknown top-level fields are refused (Strict).
+    let r = post(
+        &s,
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles?fieldValidation=Strict",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "bad"}, "bogus": 1}),
+    )
+    .await;
+    assert_eq!(r.code, 400, "{}", r.text);
+    assert!(r.text.contains("unknown field \\\"bogus\\\""), "{}", r.text);
+
+    // Service: ports merge by (port, protocol) with a strategic merge patch.
+    let svc: Service = serde_json::from_value(json!({"metadata": {"name": "m"}, "spec": {"type": "ClusterIP",
+        "selector": {"app": "m"}, "ports": [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]}}))
+    .unwrap();
+    let svcs: Api<Service> = Api::namespaced(c.clone(), "default");
+    let created = svcs.create(&PostParams::default(), &svc).await.unwrap();
+    assert_eq!(created.metadata.generation, None);
+    let r = svcs
+        .patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Strategic(
+                json!({"spec": {"ports": [{"name": "health", "port": 8082, "protocol": "TCP"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let ports = r.spec.unwrap().ports.unwrap();
+    assert_eq!(
+        ports.iter().map(|p| p.port).collect::<Vec<_>>(),
+        vec![8080, 8082]
+    );
+
+    // StatefulSet / DaemonSet: generation 1 on create, bumped by a pod template change, not by
+    // a metadata change; containers merge by name.
+    let tpl = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "w", "image": "busybox"}]}});
+    let sts: StatefulSet = serde_json::from_value(
+        json!({"metadata": {"name": "w"}, "spec": {"serviceName": "w",
+        "selector": {"matchLabels": {"app": "w"}}, "template": tpl}}),
+    )
+    .unwrap();
+    let ds: DaemonSet = serde_json::from_value(
+        json!({"metadata": {"name": "w"}, "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": tpl}}),
+    )
+    .unwrap();
+    let stss: Api<StatefulSet> = Api::namespaced(c.clone(), "default");
+    let dss: Api<DaemonSet> = Api::namespaced(c.clone(), "default");
+    assert_eq!(
+        stss.create(&PostParams::default(), &sts)
+            .await
+            .unwrap()
+            .metadata
+            .generation,
+        Some(1)
+    );
+    assert_eq!(
+        dss.create(&PostParams::default(), &ds)
+            .await
+            .unwrap()
+            .metadata
+            .generation,
+        Some(1)
+    );
+    let bump = json!({"spec": {"template": {"metadata": {"annotations": {"x": "1"}}}}});
+    let label = json!({"metadata": {"labels": {"l": "1"}}});
+    let r = stss
+        .patch("w", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    assert_eq!(r.metadata.generation, Some(1));
+    let r = stss
+        .patch("w", &PatchParams::default(), &Patch::Merge(&bump))
+        .await
+        .unwrap();
+    assert_eq!(r.metadata.generation, Some(2));
+    let r = dss
+        .patch("w", &PatchParams::default(), &Patch::Merge(&bump))
+        .await
+        .unwrap();
+    assert_eq!(r.metadata.generation, Some(2));
+    let r = dss
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "x"}]}}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.spec.unwrap().template.spec.unwrap().containers.len(),
+        2,
+        "containers merged by name"
+    );
+    // metadata-only lists (what rollout's metadata watchers use)
+    let md = stss.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(md.items.len(), 1);
+    assert_eq!(md.items[0].metadata.name.as_deref(), Some("w"));
+
+    // PodDisruptionBudget: stored, generation, status subresource.
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "w"}}}}))
+    .unwrap();
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(c.clone(), "default");
+    let created = pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    assert_eq!(
+        created.spec.unwrap().min_available,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+    );
+    let r = get(
+        &s,
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/p/status",
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text);
+}

@@ -344,3 +344,117 @@ async fn real_kubectl_works_against_the_server() {
     );
     k.ok(&["delete", "secret", "creds"]).await;
 }
+
+/// The built-in kinds an operator install uses (RBAC, Service, StatefulSet, DaemonSet,
+/// PodDisruptionBudget) apply with the real kubectl, without --validate=false: created, then
+/// unchanged on a re-apply, configured on a change; strict validation refuses unknown fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_kubectl_applies_rbac_service_and_workloads() {
+    let Some(bin) = kubectl_bin() else {
+        println!(
+            "skipped: kubectl is not installed (looked at $KUBECTL, /usr/bin/kubectl and PATH)"
+        );
+        return;
+    };
+    let s = start().await;
+    let k = Kubectl {
+        bin,
+        kubeconfig: s.kubeconfig_path().to_path_buf(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tpl = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"securityContext": {"runAsNonRoot": true},
+        "containers": [{"name": "w", "image": "busybox", "args": ["--x=1"],
+            "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}}}]}});
+    let docs = [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "esr-test"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "esr-test"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "esr-test"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "le", "namespace": "default"},
+            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "le", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "le"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics", "namespace": "default"},
+            "spec": {"type": "ClusterIP", "selector": {"app": "w"},
+                "ports": [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]}}),
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"serviceName": "w", "replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": tpl}}),
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": tpl}}),
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "w"}}}}),
+    ];
+    let text: String = docs
+        .iter()
+        .map(|v| format!("---\n{}", serde_yaml_ng::to_string(v).unwrap()))
+        .collect();
+    let file = d.join("all.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let f = file.to_string_lossy().to_string();
+    let out = k.ok(&["apply", "-f", &f]).await;
+    for want in [
+        "clusterrole.rbac.authorization.k8s.io/esr-test created",
+        "clusterrolebinding.rbac.authorization.k8s.io/esr-test created",
+        "role.rbac.authorization.k8s.io/le created",
+        "rolebinding.rbac.authorization.k8s.io/le created",
+        "service/metrics created",
+        "statefulset.apps/w created",
+        "daemonset.apps/w created",
+        "poddisruptionbudget.policy/w created",
+    ] {
+        assert!(out.contains(want), "{want} not in:\n{out}");
+    }
+    let out = k.ok(&["apply", "-f", &f]).await;
+    assert_eq!(out.matches("unchanged").count(), docs.len(), "{out}");
+    // a changed rule list is configured (atomic list replaced)
+    let mut cr = docs[0].clone();
+    cr["rules"][0]["verbs"] = json!(["get"]);
+    let out = k.ok(&["apply", "-f", &write(d, "cr.yaml", &cr)]).await;
+    assert!(
+        out.contains("clusterrole.rbac.authorization.k8s.io/esr-test configured"),
+        "{out}"
+    );
+    let out = k
+        .ok(&[
+            "get",
+            "clusterrole",
+            "esr-test",
+            "-o",
+            "jsonpath={.rules[0].verbs}",
+        ])
+        .await;
+    assert_eq!(out, r#"["get"]"#);
+    // short names and tables
+    let out = k
+        .ok(&["get", "svc,sts,ds,pdb", "-n", "default", "-o", "name"])
+        .await;
+    for want in [
+        "service/metrics",
+        "statefulset.apps/w",
+        "daemonset.apps/w",
+        "poddisruptionbudget.policy/w",
+    ] {
+        assert!(out.contains(want), "{want} not in:\n{out}");
+    }
+    let out = k.ok(&["get", "rolebindings", "-n", "default"]).await;
+    assert!(out.starts_with("NAME") && out.contains("le"), "{out}");
+    let out = k.ok(&["explain", "statefulset.spec.template"]).await;
+    assert!(out.contains("StatefulSet"), "{out}");
+    // strict validation through the server
+    let mut bad = docs[4].clone();
+    bad["metadata"]["name"] = json!("bad");
+    bad["bogus"] = json!(1);
+    let (ok, _, err) = k.run(&["apply", "-f", &write(d, "bad.yaml", &bad)]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("strict decoding error: unknown field \"bogus\""),
+        "{err}"
+    );
+    let out = k.ok(&["delete", "-f", &f]).await;
+    assert_eq!(out.matches("deleted").count(), docs.len(), "{out}");
+}
