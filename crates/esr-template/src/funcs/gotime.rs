@@ -591,6 +591,16 @@ pub fn parse(layout: &str, value: &str) -> Result<GoTime, ParseError> {
             value, layout
         ))
     };
+    // A number of a clock field with Go's range check and message.
+    let bounded = |v: &'_ [u8], fixed: bool, max: i64, what: &str| {
+        let (n, l) = getnum(v, fixed).ok_or_else(bad)?;
+        if n > max {
+            return Err(ParseError(format!(
+                "parsing time {value:?}: {what} out of range"
+            )));
+        }
+        Ok((n, l))
+    };
     let mut lay = layout;
     let mut v = value.as_bytes();
     let (mut year, mut month, mut day, mut yday) = (0i64, -1i64, -1i64, -1i64);
@@ -679,43 +689,24 @@ pub fn parse(layout: &str, value: &str) -> Result<GoTime, ParseError> {
                 yday = n;
                 v = &v[l..];
             }
-            Std::Hour => {
-                let (n, l) = getnum(v, false).ok_or_else(bad)?;
-                if n > 23 {
-                    return Err(ParseError(format!(
-                        "parsing time {value:?}: hour out of range"
-                    )));
+            Std::Hour | Std::Hour12 | Std::ZeroHour12 | Std::Minute | Std::ZeroMinute => {
+                let (fixed, max, what) = match std {
+                    Std::Hour => (false, 23, "hour"),
+                    Std::Hour12 => (false, 12, "hour"),
+                    Std::ZeroHour12 => (true, 12, "hour"),
+                    Std::Minute => (false, 59, "minute"),
+                    _ => (true, 59, "minute"),
+                };
+                let (n, l) = bounded(v, fixed, max, what)?;
+                if what == "minute" {
+                    min = n;
+                } else {
+                    hour = n;
                 }
-                hour = n;
-                v = &v[l..];
-            }
-            Std::Hour12 | Std::ZeroHour12 => {
-                let (n, l) = getnum(v, std == Std::ZeroHour12).ok_or_else(bad)?;
-                if n > 12 {
-                    return Err(ParseError(format!(
-                        "parsing time {value:?}: hour out of range"
-                    )));
-                }
-                hour = n;
-                v = &v[l..];
-            }
-            Std::Minute | Std::ZeroMinute => {
-                let (n, l) = getnum(v, std == Std::ZeroMinute).ok_or_else(bad)?;
-                if n > 59 {
-                    return Err(ParseError(format!(
-                        "parsing time {value:?}: minute out of range"
-                    )));
-                }
-                min = n;
                 v = &v[l..];
             }
             Std::Second | Std::ZeroSecond => {
-                let (n, l) = getnum(v, std == Std::ZeroSecond).ok_or_else(bad)?;
-                if n > 59 {
-                    return Err(ParseError(format!(
-                        "parsing time {value:?}: second out of range"
-                    )));
-                }
+                let (n, l) = bounded(v, std == Std::ZeroSecond, 59, "second")?;
                 sec = n;
                 v = &v[l..];
                 if v.len() >= 2 && (v[0] == b'.' || v[0] == b',') && v[1].is_ascii_digit() {
@@ -1148,6 +1139,24 @@ mod tests {
         assert!(parse("2006-01-02", "bad").is_err());
         assert!(parse("2006-01-02", "2024-02-30").is_err());
         assert!(parse("2006-01-02", "2024-03-15x").is_err());
+        // Clock fields: Go's range checks and messages.
+        let t = parse("2006-01-02 03:04:05PM", "2024-03-15 11:30:09PM").unwrap();
+        assert_eq!(t.format("15:04:05"), "23:30:09");
+        let t = parse("2006-01-02 3:4:5", "2024-03-15 7:8:9").unwrap();
+        assert_eq!(t.format("15:04:05"), "07:08:09");
+        for (layout, value, what) in [
+            ("15:04", "25:00", "hour"),
+            ("03:04PM", "13:00PM", "hour"),
+            ("15:04:05", "10:60:00", "minute"),
+            ("15:04:05", "10:00:60", "second"),
+        ] {
+            let e = parse(layout, value).unwrap_err();
+            assert_eq!(
+                e.0,
+                format!("parsing time {value:?}: {what} out of range"),
+                "{layout} {value}"
+            );
+        }
     }
 
     #[test]
