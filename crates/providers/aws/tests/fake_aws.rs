@@ -50,16 +50,7 @@ async fn bad_credentials_make_validation_fail_with_a_clear_message() {
     }))
     .await;
     let (p, calls) = provider(endpoints(&fake.url), CostOptions::default());
-    let c = p
-        .client(
-            &spec_secret_ref("us-east-1"),
-            Some(&one_attempt()),
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &spec_secret_ref("us-east-1"), Some(&one_attempt())).await;
     let Validation::Error(e) = c.validate().await else {
         panic!("expected a validation error")
     };
@@ -85,16 +76,7 @@ async fn access_denied_on_list_still_validates() {
     }))
     .await;
     let (p, _) = provider(endpoints(&fake.url), CostOptions::default());
-    let c = p
-        .client(
-            &spec_secret_ref("us-east-1"),
-            None,
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &spec_secret_ref("us-east-1"), None).await;
     assert_eq!(c.validate().await, Validation::Ready);
 }
 
@@ -109,16 +91,7 @@ async fn unreachable_endpoint_is_a_clear_validation_error() {
         endpoints(&format!("http://127.0.0.1:{port}")),
         CostOptions::default(),
     );
-    let c = p
-        .client(
-            &spec_secret_ref("eu-west-3"),
-            Some(&one_attempt()),
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &spec_secret_ref("eu-west-3"), Some(&one_attempt())).await;
     let Validation::Error(e) = c.validate().await else {
         panic!("expected a validation error")
     };
@@ -138,16 +111,7 @@ async fn throttling_backs_off_instead_of_hammering() {
     }))
     .await;
     let (p, calls) = provider(endpoints(&fake.url), CostOptions::default());
-    let c = p
-        .client(
-            &spec_secret_ref("us-east-1"),
-            Some(&one_attempt()),
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &spec_secret_ref("us-east-1"), Some(&one_attempt())).await;
     let e = c
         .get_secret(&RemoteRef::key("hot").version("AWSPREVIOUS"))
         .await
@@ -277,16 +241,7 @@ async fn assume_role_chain_with_external_id_and_session_tags() {
 async fn assume_role_failure_is_a_clear_validation_error() {
     let fake = FakeAws::start(sts_and_sm(Some("arn:aws:iam::333333333333:role/final"))).await;
     let (p, _) = provider(endpoints(&fake.url), CostOptions::default());
-    let c = p
-        .client(
-            &role_spec(),
-            Some(&one_attempt()),
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &role_spec(), Some(&one_attempt())).await;
     let Validation::Error(e) = c.validate().await else {
         panic!("expected a validation error")
     };
@@ -500,16 +455,7 @@ async fn batch_denied_falls_back_to_get_secret_value() {
         ..CostOptions::default()
     };
     let (p, calls) = provider(endpoints(&fake.url), cost);
-    let c = p
-        .client(
-            &spec_secret_ref("us-east-1"),
-            Some(&one_attempt()),
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &spec_secret_ref("us-east-1"), Some(&one_attempt())).await;
     let res = c
         .get_secrets(&[
             RemoteRef::key("a"),
@@ -605,16 +551,7 @@ async fn retry_settings_bound_attempts() {
         max_retries: Some(2),
         retry_interval: Some("10ms".into()),
     };
-    let c = p
-        .client(
-            &spec_secret_ref("us-east-1"),
-            Some(&retry),
-            &store("st", "ns"),
-            Some("ns"),
-            FakeKube::with_aws_keys("ns"),
-        )
-        .await
-        .unwrap();
+    let c = ns_client(&p, &spec_secret_ref("us-east-1"), Some(&retry)).await;
     let e = c
         .get_secret(&RemoteRef::key("x").version("AWSPREVIOUS"))
         .await

@@ -44,52 +44,22 @@ async fn remote_ref_forms() {
         let c = c.clone();
         async move { c.get_secret(&r).await }
     };
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}db"))).await.unwrap(),
-        json.as_bytes()
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}plain"))).await.unwrap(),
-        b"just text"
-    );
-    assert_eq!(
-        get(RemoteRef::key(&arn).property("user")).await.unwrap(),
-        b"alice"
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}db")).property("db.host"))
-            .await
-            .unwrap(),
-        b"h"
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}db")).property("db.port"))
-            .await
-            .unwrap(),
-        b"5432"
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}db")).property("db"))
-            .await
-            .unwrap(),
-        br#"{"host":"h","port":5432}"#
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}db")).property("a.b"))
-            .await
-            .unwrap(),
-        b"literal"
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}db")).property("list.1"))
-            .await
-            .unwrap(),
-        b"y"
-    );
-    assert_eq!(
-        get(RemoteRef::key(format!("{p}bin"))).await.unwrap(),
-        vec![0, 159, 146, 150, 255]
-    );
+    let db = || RemoteRef::key(format!("{p}db"));
+    let cases: Vec<(RemoteRef, &[u8])> = vec![
+        (db(), json.as_bytes()),
+        (RemoteRef::key(format!("{p}plain")), b"just text"),
+        (RemoteRef::key(&arn).property("user"), b"alice"),
+        (db().property("db.host"), b"h"),
+        (db().property("db.port"), b"5432"),
+        (db().property("db"), br#"{"host":"h","port":5432}"#),
+        (db().property("a.b"), b"literal"),
+        (db().property("list.1"), b"y"),
+        (RemoteRef::key(format!("{p}bin")), &[0, 159, 146, 150, 255]),
+    ];
+    for (r, want) in cases {
+        let what = format!("{r:?}");
+        assert_eq!(get(r).await.unwrap(), want, "{what}");
+    }
     let e = get(RemoteRef::key(format!("{p}db")).property("nope"))
         .await
         .unwrap_err();

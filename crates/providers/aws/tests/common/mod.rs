@@ -11,7 +11,7 @@ use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_secretsmanager::primitives::Blob;
 use esr_provider_aws::{
     AwsError, AwsProvider, AwsProviderOptions, CallLog, CostOptions, Endpoints, KubeSource,
-    StoreInfo, StoreKind,
+    RetrySettings, SmClient, StoreInfo, StoreKind,
 };
 
 /// The moto endpoint, or None (after printing why) when the test should be skipped.
@@ -132,6 +132,23 @@ pub fn spec_secret_ref(region: &str) -> serde_json::Value {
             "secretAccessKeySecretRef": {"name": "aws", "key": "secret"}
         }}
     })
+}
+
+/// A client of the SecretStore `ns/st` whose `auth.secretRef` Secret `ns/aws` exists.
+pub async fn ns_client(
+    p: &AwsProvider,
+    spec: &serde_json::Value,
+    retry: Option<&RetrySettings>,
+) -> Arc<SmClient> {
+    p.client(
+        spec,
+        retry,
+        &store("st", "ns"),
+        Some("ns"),
+        FakeKube::with_aws_keys("ns"),
+    )
+    .await
+    .unwrap()
 }
 
 pub fn provider(endpoints: Endpoints, cost: CostOptions) -> (AwsProvider, CallLog) {
