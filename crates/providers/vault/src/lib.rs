@@ -33,7 +33,7 @@ use sha2::{Digest, Sha256};
 pub use auth::Session;
 pub use client::VaultClient;
 pub use generator::{DynamicSecretState, GeneratorRequest};
-pub use http::{METRIC_PROVIDER, Transport, TransportConfig};
+pub use http::{METRIC_PROVIDER, RetryPolicy, Transport, TransportConfig};
 
 /// Sessions kept before unused ones are dropped.
 const MAX_SESSIONS: usize = 4096;
@@ -147,6 +147,16 @@ fn hash_hex(parts: &[&str]) -> String {
     hex::encode(&h.finalize()[..16])
 }
 
+/// The retry policy of a store's `spec.retrySettings` (see [`RetryPolicy::from_settings`]).
+pub fn retry_policy(store: &StoreInfo) -> Result<RetryPolicy> {
+    let present = store
+        .spec
+        .get("retrySettings")
+        .is_some_and(|r| !r.is_null());
+    let (max, interval) = store.retry_settings();
+    RetryPolicy::from_settings(present.then_some((max, interval.as_deref())))
+}
+
 /// Builds the transport settings of a spec: CA bundle/provider, client certificate, headers.
 pub async fn transport_config(
     ctx: &ClientContext<'_>,
@@ -196,6 +206,7 @@ pub async fn transport_config(
         _ => None,
     };
     Ok(TransportConfig {
+        retry: retry_policy(ctx.store)?,
         server: spec.server.clone(),
         namespace: spec.namespace.clone(),
         headers: spec.headers.clone().unwrap_or_default(),
@@ -240,10 +251,17 @@ impl VaultProvider {
         } else {
             ""
         };
+        let retry_json = ctx
+            .store
+            .spec
+            .get("retrySettings")
+            .map(ToString::to_string)
+            .unwrap_or_default();
         let key = hash_hex(&[
             &ctx.store.identity(),
             ctx.store.uid.as_deref().unwrap_or(""),
             &spec_json,
+            &retry_json,
             ns,
             key_extra,
         ]);

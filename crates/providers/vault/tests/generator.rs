@@ -129,3 +129,88 @@ async fn data_result_from_a_non_lease_path() {
     let e = h.provider.generate(&req2, None).await.unwrap_err();
     assert!(e.message().contains("got empty response"), "{e}");
 }
+
+/// Waits (bounded) until the token's remaining TTL is below `below` seconds.
+async fn wait_ttl_below(bao: &Bao, token: &str, below: u64) {
+    for _ in 0..100 {
+        let looked = bao
+            .api("POST", "auth/token/lookup", Some(json!({"token": token})))
+            .await;
+        if looked["data"]["ttl"].as_u64().unwrap() < below {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the token TTL did not go below {below}s");
+}
+
+#[tokio::test]
+async fn max_ttl_or_spec_change_issues_new_credentials() {
+    let Some(bao) = bao() else { return };
+    let h = Harness::new();
+    let mut sp = spec(&bao, &h);
+    // The max TTL caps the lease: a renewal cannot grant the full duration again.
+    sp.parameters = Some(AnyJson(json!({
+        "ttl": "1h", "explicit_max_ttl": "30m", "renewable": true, "policies": ["default"]
+    })));
+    let req = GeneratorRequest {
+        name: "capped",
+        namespace: "ns",
+        spec: &sp,
+        kube: h.kube.clone(),
+        recorder: h.recorder.clone(),
+    };
+    let (first, st) = h.provider.generate(&req, None).await.unwrap();
+    assert_eq!(st.lease_duration, 1800);
+    // Let the max TTL come closer (Vault rounds to whole seconds).
+    wait_ttl_below(&bao, &s(&first["client_token"]), 1797).await;
+    let (second, st2) = h.provider.generate(&req, Some(&st)).await.unwrap();
+    assert_eq!(h.recorder.count("RenewLease"), 1, "renewal was tried");
+    assert!(
+        second["client_token"] != first["client_token"],
+        "a lease at its max TTL is replaced"
+    );
+    assert_eq!(st2.renewals, 0);
+    assert_eq!(h.recorder.count("GeneratorRequest"), 2);
+
+    // A changed spec issues new credentials without trying to renew the old lease.
+    let mut sp2 = spec(&bao, &h);
+    sp2.parameters = Some(AnyJson(
+        json!({"ttl": "2h", "renewable": true, "policies": ["default"]}),
+    ));
+    let req2 = GeneratorRequest {
+        spec: &sp2,
+        ..req.clone()
+    };
+    let (third, st3) = h.provider.generate(&req2, Some(&st2)).await.unwrap();
+    assert!(third["client_token"] != second["client_token"]);
+    assert_eq!(st3.lease_duration, 7200);
+    assert_eq!(
+        h.recorder.count("RenewLease"),
+        1,
+        "no renewal on a spec change"
+    );
+    assert_eq!(h.recorder.count("GeneratorRequest"), 3);
+}
+
+#[tokio::test]
+async fn generator_retry_settings_reach_the_transport() {
+    let Some(bao) = bao() else { return };
+    let h = Harness::new();
+    let mut sp = spec(&bao, &h);
+    // An invalid retryInterval is reported before any request.
+    sp.retry_settings = Some(esr_api::v1::SecretStoreRetrySettings {
+        max_retries: Some(1),
+        retry_interval: Some("soon".into()),
+    });
+    let req = GeneratorRequest {
+        name: "retry",
+        namespace: "ns",
+        spec: &sp,
+        kube: h.kube.clone(),
+        recorder: h.recorder.clone(),
+    };
+    let e = h.provider.generate(&req, None).await.unwrap_err();
+    assert!(e.message().contains("retryInterval"), "{e}");
+    assert_eq!(h.recorder.total(), 0);
+}
