@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod plan;
 pub mod pushsecret;
+pub mod pushsecret_source;
 pub mod ratelimit;
 pub mod refresh;
 pub mod rollout;

@@ -17,7 +17,7 @@ use esr_api::consts::FINALIZER_PUSHSECRET;
 use esr_api::v1::SecretStoreKind;
 use esr_api::v1alpha1::{
     PushSecret, PushSecretData, PushSecretDeletionPolicy, PushSecretMatch, PushSecretRemoteRef,
-    PushSecretSpec, PushSecretStoreRef, PushSecretUpdatePolicy,
+    PushSecretRewrite, PushSecretSpec, PushSecretUpdatePolicy,
 };
 use esr_provider::store::{StoreRef, StoreResolution, resolve_store};
 use esr_provider::{ClientContext, PushRemoteRef, PushRequest, SecretsClient, StoreKind};
@@ -34,6 +34,11 @@ use regex::Regex;
 use tracing::{debug, info, warn};
 
 use crate::controller::Context;
+use crate::metrics::Observed;
+use crate::pushsecret_source::{
+    SelectedStore, SourceError, data_to_targets, load_template_sources, render_template,
+    resolve_sources, resolve_stores, select_stores, validate_data_to,
+};
 
 /// Ready message on success.
 pub const MSG_SYNCED: &str = "PushSecret synced successfully";
@@ -95,36 +100,82 @@ fn kind_of(k: Option<SecretStoreKind>) -> StoreKind {
     }
 }
 
-/// The stores of `secretStoreRefs` (by name; a label selector is an error for now).
+/// The stores named in `secretStoreRefs`. Label-selector entries are skipped here (they are
+/// resolved by listing stores, see [`crate::pushsecret_source::resolve_stores`]); an entry with
+/// neither a name nor a label selector is an error.
 pub fn store_refs(spec: &PushSecretSpec) -> Result<Vec<StoreRef>, String> {
-    spec.secret_store_refs
-        .iter()
-        .map(|r| match r.name.as_deref().filter(|n| !n.is_empty()) {
-            Some(n) => Ok(StoreRef {
+    let mut out = Vec::new();
+    for r in &spec.secret_store_refs {
+        match r.name.as_deref().filter(|n| !n.is_empty()) {
+            Some(n) => out.push(StoreRef {
                 kind: kind_of(r.kind),
                 name: n.to_string(),
             }),
-            None => Err("secretStoreRefs[].labelSelector is not supported by esr yet".to_string()),
-        })
-        .collect()
+            None if r.label_selector.is_some() => {}
+            None => return Err("refStore Name must be provided".to_string()),
+        }
+    }
+    Ok(out)
 }
 
-fn store_ref_matches(r: &PushSecretStoreRef, store: &StoreRef) -> bool {
-    kind_of(r.kind) == store.kind && r.name.as_deref() == Some(store.name.as_str())
-}
-
-/// The entries to push to `store`: every `data[]` entry, then the `dataTo[]` entries whose storeRef
-/// is this store (keys matched by `match.regexp`, renamed by `rewrite[].regexp`, bundled into one
-/// remote secret with `remoteKey`). Keys are sorted; duplicates (same remote) are an error.
+/// The entries to push to `store` (a store without labels; see [`entries_for_selected`]).
 pub fn entries_for_store(
     spec: &PushSecretSpec,
     store: &StoreRef,
     source: &Secret,
 ) -> Result<Vec<PushEntry>, String> {
+    entries_for_selected(
+        spec,
+        &SelectedStore {
+            store: store.clone(),
+            labels: BTreeMap::new(),
+        },
+        source,
+    )
+}
+
+/// Applies `rewrite[]` (regexp or transform, in order) to one key.
+pub fn rewrite_key(
+    rewrites: &[PushSecretRewrite],
+    key: &str,
+    index: usize,
+) -> Result<String, String> {
+    let mut out = key.to_string();
+    for (j, rw) in rewrites.iter().enumerate() {
+        if let Some(rx) = &rw.regexp {
+            let r = Regex::new(&rx.source)
+                .map_err(|e| format!("dataTo[{index}].rewrite[{j}]: invalid regexp: {e}"))?;
+            out = r.replace_all(&out, rx.target.as_str()).into_owned();
+        } else if let Some(t) = &rw.transform {
+            out = esr_template::eso::rewrite_transform(&t.template, &out)
+                .map_err(|e| format!("dataTo[{index}].rewrite[{j}]: {e}"))?;
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "dataTo[{index}]: empty remote key produced for source key {key:?}"
+        ));
+    }
+    Ok(out)
+}
+
+/// The entries to push to `store`: every `data[]` entry, then the `dataTo[]` entries whose storeRef
+/// targets this store (by name, or by label selector over the store's labels; keys matched by
+/// `match.regexp`, renamed by `rewrite[]` regexp/transform, or bundled into one remote secret with
+/// `remoteKey`). As in ESO an explicit `data[]` entry wins over a `dataTo[]` entry for the same
+/// source key. Keys are sorted; two entries with the same remote destination are an error.
+pub fn entries_for_selected(
+    spec: &PushSecretSpec,
+    store: &SelectedStore,
+    source: &Secret,
+) -> Result<Vec<PushEntry>, String> {
     let mut out = Vec::new();
+    let mut explicit_keys = std::collections::BTreeSet::new();
     for d in spec.data.iter().flatten() {
+        let key = d.match_.secret_key.clone().filter(|k| !k.is_empty());
+        explicit_keys.insert(key.clone().unwrap_or_default());
         out.push(PushEntry {
-            secret_key: d.match_.secret_key.clone().filter(|k| !k.is_empty()),
+            secret_key: key,
             remote: remote_of(&d.match_),
             data: d.clone(),
             only_keys: None,
@@ -138,7 +189,7 @@ pub fn entries_for_store(
         .collect();
     for (i, dt) in spec.data_to.iter().flatten().enumerate() {
         let Some(sr) = &dt.store_ref else { continue };
-        if !store_ref_matches(sr, store) {
+        if !data_to_targets(sr, store).map_err(|e| format!("dataTo[{i}]: {e}"))? {
             continue;
         }
         let re = match dt
@@ -178,19 +229,12 @@ pub fn entries_for_store(
             });
             continue;
         }
+        let rewrites = dt.rewrite.clone().unwrap_or_default();
         for k in matched {
-            let mut remote = k.clone();
-            for (j, rw) in dt.rewrite.iter().flatten().enumerate() {
-                if let Some(rx) = &rw.regexp {
-                    let r = Regex::new(&rx.source)
-                        .map_err(|e| format!("dataTo[{i}].rewrite[{j}]: invalid regexp: {e}"))?;
-                    remote = r.replace_all(&remote, rx.target.as_str()).into_owned();
-                } else if rw.transform.is_some() {
-                    return Err(format!(
-                        "dataTo[{i}].rewrite[{j}]: transform is not supported by esr yet"
-                    ));
-                }
+            if explicit_keys.contains(&k) {
+                continue;
             }
+            let remote = rewrite_key(&rewrites, &k, i)?;
             let data = PushSecretData {
                 match_: PushSecretMatch {
                     secret_key: Some(k.clone()),
@@ -216,7 +260,7 @@ pub fn entries_for_store(
             return Err(format!(
                 "duplicate remote destination {:?} for store {}",
                 status_key(&e.remote),
-                store_key(store)
+                store_key(&store.store)
             ));
         }
     }
@@ -522,21 +566,134 @@ async fn write_status(
     .map(|_| ())
 }
 
-/// The PushSecret reconciler.
+/// The PushSecret reconciler. Records `pushsecret_reconcile_duration` and, when the reconcile
+/// wrote a Ready condition, `pushsecret_status_condition`.
 pub async fn reconcile(ps: Arc<PushSecret>, pctx: Arc<PsContext>) -> Result<Action, Error> {
     let started = Instant::now();
-    let res = reconcile_inner(&ps, &pctx).await;
-    debug!(ps = %ps.name_any(), elapsed = ?started.elapsed(), "reconciled PushSecret");
+    let name = ps.name_any();
+    let ns = ps.namespace().unwrap_or_default();
+    let mut ready = None;
+    let res = reconcile_inner(&ps, &pctx, &mut ready).await;
+    debug!(ps = %name, elapsed = ?started.elapsed(), "reconciled PushSecret");
+    if ps.meta().deletion_timestamp.is_some() && res.is_ok() {
+        pctx.ctx
+            .metrics
+            .forget_observed(Observed::PushSecret, &name, &ns);
+    } else {
+        pctx.ctx
+            .metrics
+            .observe(Observed::PushSecret, &name, &ns, started.elapsed(), ready);
+    }
     if res.is_ok() {
         pctx.failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&(ps.namespace().unwrap_or_default(), ps.name_any()));
+            .remove(&(ns, name));
     }
     res
 }
 
-async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Error> {
+/// One push pass over all sources and stores.
+struct Pushed {
+    synced: Synced,
+    errors: Vec<String>,
+}
+
+async fn push_all(
+    pctx: &PsContext,
+    ps: &PushSecret,
+    ns: &str,
+    stores: &[SelectedStore],
+    sources: &[Secret],
+    old: &Synced,
+) -> Pushed {
+    let if_not_exists = ps.spec.update_policy == Some(PushSecretUpdatePolicy::IfNotExists);
+    let mut new = Synced::new();
+    let mut errors = Vec::new();
+    for sel in stores {
+        let sr = &sel.store;
+        let skey = store_key(sr);
+        let client = match client_for(pctx, ns, sr).await {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => {
+                errors.push(format!(
+                    "could not get secrets client for store {}: {e}",
+                    sr.name
+                ));
+                // Keep what was synced so it is not considered stale.
+                if let Some(o) = old.get(&skey) {
+                    new.insert(skey.clone(), o.clone());
+                }
+                continue;
+            }
+        };
+        let slot = new.entry(skey.clone()).or_default();
+        // Several sources (label selector): each is pushed with the same entries, in name order,
+        // and the status keys are merged (ESO).
+        for source in sources {
+            let entries = match entries_for_selected(&ps.spec, sel, source) {
+                Ok(e) => e,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            for e in entries {
+                let key = status_key(&e.remote);
+                if if_not_exists {
+                    match client.secret_exists(&e.remote).await {
+                        Ok(true) => {
+                            // Existing remote secret: left unchanged (and only tracked if esr
+                            // pushed it before).
+                            if let Some(d) = old.get(&skey).and_then(|m| m.get(&key)) {
+                                slot.insert(key, d.clone());
+                            }
+                            continue;
+                        }
+                        Ok(false) => {}
+                        Err(err) => {
+                            errors
+                                .push(format!("could not verify if secret exists in store: {err}"));
+                            continue;
+                        }
+                    }
+                }
+                let req = match request(&e, source) {
+                    Ok(r) => r,
+                    Err(err) => {
+                        errors.push(format!("set secret failed: {err}"));
+                        continue;
+                    }
+                };
+                match client.push_secret(&req).await {
+                    Ok(()) => {
+                        slot.insert(key, e.data.clone());
+                    }
+                    Err(err) => {
+                        if let Some(d) = old.get(&skey).and_then(|m| m.get(&key)) {
+                            slot.insert(key, d.clone());
+                        }
+                        errors.push(format!("set secret failed: could not write remote ref {} to target secretstore {}: {err}", status_key(&e.remote), sr.name));
+                    }
+                }
+            }
+        }
+        if slot.is_empty() {
+            new.remove(&skey);
+        }
+    }
+    Pushed {
+        synced: new,
+        errors,
+    }
+}
+
+async fn reconcile_inner(
+    ps: &PushSecret,
+    pctx: &PsContext,
+    ready_out: &mut Option<bool>,
+) -> Result<Action, Error> {
     let name = ps.name_any();
     let ns = ps.namespace().unwrap_or_default();
     let api: Api<PushSecret> = Api::namespaced(pctx.ctx.client.clone(), &ns);
@@ -586,62 +743,8 @@ async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Er
         .as_ref()
         .and_then(|s| s.synced_resource_version.as_deref());
 
-    let fail_api = api.clone();
-    let fail = |msg: String| async move {
-        publish(pctx, ps, true, REASON_ERRORED, &msg).await;
-        write_status(
-            &fail_api,
-            ps,
-            ("False", REASON_ERRORED, msg.clone()),
-            None,
-            None,
-        )
-        .await?;
-        Err::<Action, Error>(Error::Push(msg))
-    };
-
-    if ps.spec.selector.generator_ref.is_some() {
-        return fail("selector.generatorRef is not supported by esr yet".to_string()).await;
-    }
-    if ps.spec.template.is_some() {
-        return fail("template is not supported by esr PushSecrets yet".to_string()).await;
-    }
-    let Some(src_name) = ps
-        .spec
-        .selector
-        .secret
-        .as_ref()
-        .and_then(|s| s.name.clone())
-        .filter(|n| !n.is_empty())
-    else {
-        return fail(
-            "selector.secret.selector (label selector) is not supported by esr yet".to_string(),
-        )
-        .await;
-    };
-    let secrets: Api<Secret> = Api::namespaced(pctx.ctx.client.clone(), &ns);
-    let Some(source) = secrets.get_opt(&src_name).await? else {
-        let mut remaining = old.clone();
-        if delete_policy && !old.is_empty() {
-            let errors = delete_entries(pctx, &ns, &flat(&old)).await;
-            if errors.is_empty() {
-                remaining = Synced::new();
-            }
-        }
-        let msg = format!("source secret {src_name} does not exist");
-        publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
-        write_status(
-            &api,
-            ps,
-            ("False", REASON_SOURCE_DELETED, msg),
-            Some((&old, &remaining)),
-            None,
-        )
-        .await?;
-        return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
-    };
-
-    // The source exists: skip unless a refresh is due (or the last attempt did not succeed).
+    // Skip unless a refresh is due (or the last attempt did not succeed). As in ESO this comes
+    // before the sources are read, so a generator runs only when a push is due.
     let ready = ps
         .status
         .as_ref()
@@ -649,84 +752,90 @@ async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Er
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
         .is_some_and(|c| c.status == "True");
     if ready && let Err(wait) = refresh_due(synced_rv, &rv, refresh_time_of(ps), interval, now) {
+        *ready_out = Some(true);
         return Ok(wait
             .map(Action::requeue)
             .unwrap_or_else(Action::await_change));
     }
 
-    let stores = match store_refs(&ps.spec) {
-        Ok(s) => s,
-        Err(e) => return fail(e).await,
+    let fail_api = api.clone();
+    let fail = |msg: String, ready_out: &mut Option<bool>| {
+        *ready_out = Some(false);
+        async move {
+            publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+            write_status(
+                &fail_api,
+                ps,
+                ("False", REASON_ERRORED, msg.clone()),
+                None,
+                None,
+            )
+            .await?;
+            Err::<Action, Error>(Error::Push(msg))
+        }
     };
-    let if_not_exists = ps.spec.update_policy == Some(PushSecretUpdatePolicy::IfNotExists);
-    let mut new = Synced::new();
-    let mut errors = Vec::new();
-    for sr in &stores {
-        let skey = store_key(sr);
-        let client = match client_for(pctx, &ns, sr).await {
-            Ok(Some(c)) => c,
-            Ok(None) => continue,
-            Err(e) => {
-                errors.push(format!(
-                    "could not get secrets client for store {}: {e}",
-                    sr.name
-                ));
-                // Keep what was synced so it is not considered stale.
-                if let Some(o) = old.get(&skey) {
-                    new.insert(skey.clone(), o.clone());
-                }
-                continue;
-            }
-        };
-        let entries = match entries_for_store(&ps.spec, sr, &source) {
-            Ok(e) => e,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        let slot = new.entry(skey.clone()).or_default();
-        for e in entries {
-            let key = status_key(&e.remote);
-            if if_not_exists {
-                match client.secret_exists(&e.remote).await {
-                    Ok(true) => {
-                        // Existing remote secret: left unchanged (and only tracked if esr pushed it before).
-                        if let Some(d) = old.get(&skey).and_then(|m| m.get(&key)) {
-                            slot.insert(key, d.clone());
-                        }
-                        continue;
-                    }
-                    Ok(false) => {}
-                    Err(err) => {
-                        errors.push(format!("could not verify if secret exists in store: {err}"));
-                        continue;
-                    }
-                }
-            }
-            let req = match request(&e, &source) {
-                Ok(r) => r,
-                Err(err) => {
-                    errors.push(format!("set secret failed: {err}"));
-                    continue;
-                }
-            };
-            match client.push_secret(&req).await {
-                Ok(()) => {
-                    slot.insert(key, e.data.clone());
-                }
-                Err(err) => {
-                    if let Some(d) = old.get(&skey).and_then(|m| m.get(&key)) {
-                        slot.insert(key, d.clone());
-                    }
-                    errors.push(format!("set secret failed: could not write remote ref {} to target secretstore {}: {err}", status_key(&e.remote), sr.name));
-                }
-            }
-        }
-        if slot.is_empty() {
-            new.remove(&skey);
-        }
+
+    if let Err(e) = validate_data_to(&ps.spec) {
+        return fail(e, ready_out).await;
     }
+    let sources =
+        match resolve_sources(&pctx.ctx.client, &*pctx.ctx.kube, &ps.spec, &ns, &name).await {
+            Ok(s) => s,
+            Err(SourceError::NotFound(src_name)) => {
+                let mut remaining = old.clone();
+                if delete_policy && !old.is_empty() {
+                    let errors = delete_entries(pctx, &ns, &flat(&old)).await;
+                    if errors.is_empty() {
+                        remaining = Synced::new();
+                    }
+                }
+                let msg = format!("source secret {src_name} does not exist");
+                publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
+                write_status(
+                    &api,
+                    ps,
+                    ("False", REASON_SOURCE_DELETED, msg),
+                    Some((&old, &remaining)),
+                    None,
+                )
+                .await?;
+                *ready_out = Some(false);
+                return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
+            }
+            Err(SourceError::Other(e)) => return fail(e, ready_out).await,
+        };
+    let candidates = match resolve_stores(&pctx.ctx.client, &ps.spec, &ns).await {
+        Ok(c) => c,
+        Err(e) => return fail(e, ready_out).await,
+    };
+    let stores = select_stores(candidates, &pctx.ctx.config.controller_class);
+    if stores.is_empty() {
+        // ESO: no store is managed by this controller (or all are being deleted): nothing to do.
+        debug!(ps = %name, namespace = %ns, "no managed store to push to");
+        return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
+    }
+    let mut rendered = Vec::with_capacity(sources.len());
+    if let Some(t) = &ps.spec.template {
+        let tsources = match load_template_sources(&*pctx.ctx.kube, &ns, t).await {
+            Ok(s) => s,
+            Err(e) => {
+                return fail(format!("error fetching templateFrom data: {e}"), ready_out).await;
+            }
+        };
+        for s in &sources {
+            match render_template(t, s, &tsources) {
+                Ok(r) => rendered.push(r),
+                Err(e) => return fail(e, ready_out).await,
+            }
+        }
+    } else {
+        rendered = sources;
+    }
+
+    let Pushed {
+        synced: mut new,
+        mut errors,
+    } = push_all(pctx, ps, &ns, &stores, &rendered, &old).await;
 
     if delete_policy && errors.is_empty() {
         let stale = stale_entries(&old, &new);
@@ -742,12 +851,12 @@ async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Er
             }
             errors.extend(del_errors);
         }
-    } else if !delete_policy {
-        // deletionPolicy None: entries removed from the spec are forgotten, never deleted.
     }
+    // deletionPolicy None: entries removed from the spec are forgotten, never deleted.
 
     if !errors.is_empty() {
         let msg = errors.join("; ");
+        *ready_out = Some(false);
         publish(pctx, ps, true, REASON_ERRORED, &msg).await;
         write_status(
             &api,
@@ -768,6 +877,7 @@ async fn reconcile_inner(ps: &PushSecret, pctx: &PsContext) -> Result<Action, Er
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
         .is_some_and(|c| c.status == "True" && c.message.as_deref() == Some(cond.2.as_str()));
     write_status(&api, ps, cond.clone(), Some((&old, &new)), Some((now, rv))).await?;
+    *ready_out = Some(true);
     if !was_ready || old != new {
         publish(pctx, ps, false, REASON_SYNCED, &cond.2).await;
         info!(ps = %name, namespace = %ns, "pushed secret");
@@ -834,6 +944,7 @@ pub async fn run(
         },
     );
     let concurrency = ctx.config.concurrency;
+    let metrics = ctx.metrics.clone();
     let pctx = Arc::new(PsContext {
         ctx,
         recorder,
@@ -844,9 +955,22 @@ pub async fn run(
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, pctx)
-        .for_each(|res| async move {
-            if let Err(e) = res {
-                debug!(error = %e, "PushSecret controller event");
+        .for_each(|res| {
+            let metrics = metrics.clone();
+            async move {
+                match res {
+                    // A deleted PushSecret (without finalizer) is never reconciled again: drop
+                    // its metric series.
+                    Err(kube::runtime::controller::Error::ObjectNotFound(r)) => {
+                        metrics.forget_observed(
+                            Observed::PushSecret,
+                            &r.name,
+                            r.namespace.as_deref().unwrap_or_default(),
+                        );
+                    }
+                    Err(e) => debug!(error = %e, "PushSecret controller event"),
+                    Ok(_) => {}
+                }
             }
         })
         .await;

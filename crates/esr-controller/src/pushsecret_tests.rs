@@ -1,5 +1,8 @@
 use super::*;
+use crate::pushsecret_source::*;
+use esr_api::v1alpha1::PushSecretStoreRef;
 use serde_json::json;
+use std::collections::BTreeMap;
 
 fn spec(v: serde_json::Value) -> PushSecretSpec {
     serde_json::from_value(v).unwrap()
@@ -175,10 +178,16 @@ fn conditions_and_defaults() {
         ready_condition(PushSecretUpdatePolicy::IfNotExists).2,
         "PushSecret synced successfully. Existing secrets in providers unchanged."
     );
+    // Label-selector refs are resolved by listing stores; store_refs only names the named ones.
     let s = spec(
-        json!({"secretStoreRefs": [{"labelSelector": {}}], "selector": {"secret": {"name": "src"}}}),
+        json!({"secretStoreRefs": [{"labelSelector": {}}, {"name": "n"}], "selector": {"secret": {"name": "src"}}}),
     );
-    assert!(store_refs(&s).is_err());
+    assert_eq!(store_refs(&s).unwrap(), vec![ss("n")]);
+    let bad = spec(json!({"secretStoreRefs": [{}], "selector": {"secret": {"name": "src"}}}));
+    assert_eq!(
+        store_refs(&bad).unwrap_err(),
+        "refStore Name must be provided"
+    );
     assert_eq!(refresh_interval(&s), DEFAULT_REFRESH);
     let s = spec(
         json!({"secretStoreRefs": [{"name": "c", "kind": "ClusterSecretStore"}], "refreshInterval": "10s",
@@ -189,4 +198,327 @@ fn conditions_and_defaults() {
         StoreKind::ClusterSecretStore
     );
     assert_eq!(refresh_interval(&s), Duration::from_secs(10));
+}
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn sel(name: &str, kind: StoreKind, l: &[(&str, &str)]) -> SelectedStore {
+    SelectedStore {
+        store: StoreRef {
+            kind,
+            name: name.to_string(),
+        },
+        labels: labels(l),
+    }
+}
+
+#[test]
+fn source_selection_follows_eso_order() {
+    let named = spec(json!({"secretStoreRefs": [], "selector": {"secret": {"name": "a"}}}));
+    assert_eq!(source_of(&named).unwrap(), Source::Named("a"));
+    let by_label = spec(
+        json!({"secretStoreRefs": [], "selector": {"secret": {"selector": {"matchLabels": {"push": "yes"}}}}}),
+    );
+    match source_of(&by_label).unwrap() {
+        Source::Selector(s) => {
+            assert_eq!(s.match_labels.as_ref().unwrap()["push"], "yes".to_string())
+        }
+        other => panic!("{other:?}"),
+    }
+    let generated = spec(
+        json!({"secretStoreRefs": [], "selector": {"generatorRef": {"kind": "Password", "name": "pw"}}}),
+    );
+    match source_of(&generated).unwrap() {
+        Source::Generator(g) => assert_eq!(g.name, "pw"),
+        other => panic!("{other:?}"),
+    }
+    let none = spec(json!({"secretStoreRefs": [], "selector": {"secret": {}}}));
+    assert_eq!(source_of(&none).unwrap_err(), "no secret selector provided");
+    // A generator's output becomes the data of an in-memory Secret, pushed like any other.
+    assert_eq!(generator_consumer("ns", "ps"), "PushSecret/ns/ps");
+    let g = generated_secret("ns", [("password".to_string(), b"pw1".to_vec())].into());
+    assert_eq!(g.metadata.name.as_deref(), Some(GENERATED_SECRET_NAME));
+    let s = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"generatorRef": {"kind": "Password", "name": "pw"}},
+        "data": [{"match": {"secretKey": "password", "remoteRef": {"remoteKey": "db"}}}]}),
+    );
+    let e = entries_for_store(&s, &ss("s"), &g).unwrap();
+    assert_eq!(request(&e[0], &g).unwrap().value, b"pw1");
+}
+
+#[test]
+fn store_selection_skips_deleting_and_foreign_stores_and_dedups() {
+    let cand = |name: &str, deleting: bool, controller: Option<&str>| StoreCandidate {
+        store: ss(name),
+        labels: labels(&[("team", "a")]),
+        deleting,
+        controller: controller.map(str::to_string),
+    };
+    let got = select_stores(
+        vec![
+            cand("b", false, None),
+            cand("a", false, Some("")),
+            cand("b", false, None),
+            cand("gone", true, None),
+            cand("other", false, Some("other-class")),
+            cand("mine", false, Some("default")),
+        ],
+        "default",
+    );
+    let names: Vec<&str> = got.iter().map(|s| s.store.name.as_str()).collect();
+    assert_eq!(names, vec!["a", "b", "mine"]);
+    assert_eq!(got[0].labels["team"], "a");
+}
+
+#[test]
+fn data_to_store_refs_by_name_or_labels() {
+    let r = |v: serde_json::Value| -> PushSecretStoreRef { serde_json::from_value(v).unwrap() };
+    let prod = sel("s1", StoreKind::SecretStore, &[("env", "prod")]);
+    let cprod = sel("s1", StoreKind::ClusterSecretStore, &[("env", "prod")]);
+    assert!(data_to_targets(&r(json!({"name": "s1"})), &prod).unwrap());
+    assert!(!data_to_targets(&r(json!({"name": "s1"})), &cprod).unwrap());
+    assert!(
+        data_to_targets(
+            &r(json!({"name": "s1", "kind": "ClusterSecretStore"})),
+            &cprod
+        )
+        .unwrap()
+    );
+    // The name wins over the selector.
+    assert!(
+        !data_to_targets(
+            &r(json!({"name": "other", "labelSelector": {"matchLabels": {"env": "prod"}}})),
+            &prod
+        )
+        .unwrap()
+    );
+    assert!(
+        data_to_targets(
+            &r(json!({"labelSelector": {"matchLabels": {"env": "prod"}}})),
+            &prod
+        )
+        .unwrap()
+    );
+    assert!(
+        !data_to_targets(
+            &r(json!({"labelSelector": {"matchLabels": {"env": "dev"}}})),
+            &prod
+        )
+        .unwrap()
+    );
+    assert!(
+        data_to_targets(
+            &r(json!({"labelSelector": {"matchExpressions": [{"key": "env", "operator": "In", "values": []}]}})),
+            &prod
+        )
+        .unwrap_err()
+        .starts_with("invalid labelSelector")
+    );
+    // entries_for_selected: only the label-selected store gets the dataTo keys.
+    let s = spec(
+        json!({"secretStoreRefs": [{"labelSelector": {}}], "selector": {"secret": {"name": "src"}},
+        "dataTo": [{"storeRef": {"labelSelector": {"matchLabels": {"env": "prod"}}}, "match": {"regexp": "^tls"}}]}),
+    );
+    let e = entries_for_selected(&s, &prod, &source()).unwrap();
+    assert_eq!(e.len(), 2);
+    let dev = sel("s2", StoreKind::SecretStore, &[("env", "dev")]);
+    assert!(
+        entries_for_selected(&s, &dev, &source())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn data_to_validation_messages() {
+    let v = |dt: serde_json::Value| {
+        validate_data_to(&spec(json!({
+            "secretStoreRefs": [{"name": "s"}, {"labelSelector": {}, "kind": "ClusterSecretStore"}],
+            "selector": {"secret": {"name": "src"}}, "dataTo": [dt]})))
+    };
+    assert!(v(json!({"storeRef": {"name": "s"}})).is_ok());
+    assert!(v(json!({"storeRef": {"name": "any", "kind": "ClusterSecretStore"}})).is_ok());
+    assert_eq!(
+        v(json!({"storeRef": {"name": "t"}})).unwrap_err(),
+        "dataTo[0]: storeRef \"t\" not found in secretStoreRefs"
+    );
+    assert_eq!(
+        v(json!({"match": {"regexp": "x"}})).unwrap_err(),
+        "dataTo[0]: storeRef is required"
+    );
+    assert_eq!(
+        v(json!({"storeRef": {"kind": "SecretStore"}})).unwrap_err(),
+        "dataTo[0]: storeRef must have name or labelSelector"
+    );
+}
+
+#[test]
+fn rewrite_transform_and_explicit_data_wins() {
+    let s = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"secret": {"name": "src"}},
+        "data": [{"match": {"secretKey": "tls.key", "remoteRef": {"remoteKey": "explicit"}}}],
+        "dataTo": [{"storeRef": {"name": "s"},
+            "rewrite": [{"regexp": {"source": "\\.", "target": "-"}},
+                        {"transform": {"template": "app/{{ .value | upper }}"}}]}]}),
+    );
+    let e = entries_for_store(&s, &ss("s"), &source()).unwrap();
+    let keys: Vec<(Option<String>, String)> = e
+        .iter()
+        .map(|e| (e.secret_key.clone(), status_key(&e.remote)))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            (Some("tls.key".into()), "explicit".into()),
+            (Some("other".into()), "app/OTHER".into()),
+            (Some("tls.crt".into()), "app/TLS-CRT".into()),
+        ]
+    );
+    // A transform producing an empty key, or failing to parse, is an error naming the entry.
+    let empty = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"secret": {"name": "src"}},
+        "dataTo": [{"storeRef": {"name": "s"}, "rewrite": [{"transform": {"template": ""}}]}]}),
+    );
+    assert!(
+        entries_for_store(&empty, &ss("s"), &source())
+            .unwrap_err()
+            .contains("empty remote key")
+    );
+    let bad = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"secret": {"name": "src"}},
+        "dataTo": [{"storeRef": {"name": "s"}, "rewrite": [{"transform": {"template": "{{ .value "}}]}]}),
+    );
+    assert!(
+        entries_for_store(&bad, &ss("s"), &source())
+            .unwrap_err()
+            .starts_with("dataTo[0].rewrite[0]: unable to parse transform template")
+    );
+    assert_eq!(rewrite_key(&[], "k", 0).unwrap(), "k");
+}
+
+#[test]
+fn template_renders_over_the_source_secret() {
+    let t: esr_api::v1::ExternalSecretTemplate = serde_json::from_value(json!({
+        "metadata": {"labels": {"from": "{{ .other }}"}},
+        "data": {"pem": "{{ index . \"tls.crt\" }}\n{{ index . \"tls.key\" }}", "other": "{{ .other | upper }}"},
+        "templateFrom": [{"configMap": {"name": "cm", "items": [{"key": "extra"}]}}]
+    }))
+    .unwrap();
+    let sources = esr_template::eso::TemplateSources {
+        config_maps: [(
+            "cm".to_string(),
+            [(
+                "extra".to_string(),
+                "crt={{ index . \"tls.crt\" }}".to_string(),
+            )]
+            .into(),
+        )]
+        .into(),
+        secrets: BTreeMap::new(),
+    };
+    let out = render_template(&t, &source(), &sources).unwrap();
+    let d: BTreeMap<String, String> = out
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), String::from_utf8(v.0.clone()).unwrap()))
+        .collect();
+    assert_eq!(d["pem"], "CERT\nKEY");
+    assert_eq!(d["other"], "X");
+    assert_eq!(d["extra"], "crt=CERT");
+    // Keys the template does not produce stay (the template is laid over the Secret).
+    assert_eq!(d["tls.key"], "KEY");
+    assert_eq!(out.labels()["from"], "x");
+    // Errors name the key, never the values.
+    let bad: esr_api::v1::ExternalSecretTemplate =
+        serde_json::from_value(json!({"data": {"k": "{{ .missing }}"}})).unwrap();
+    let err = render_template(&bad, &source(), &sources).unwrap_err();
+    assert!(err.starts_with("could not execute template"), "{err}");
+    assert!(!err.contains("CERT") && !err.contains("KEY"), "{err}");
+}
+
+fn ps(v: serde_json::Value) -> PushSecret {
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn store_finalizer_references() {
+    let by_name = ps(
+        json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret",
+        "metadata": {"name": "p", "namespace": "a"},
+        "spec": {"deletionPolicy": "Delete", "secretStoreRefs": [{"name": "s", "kind": "SecretStore"}],
+                 "selector": {"secret": {"name": "src"}}}}),
+    );
+    let by_label = ps(
+        json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret",
+        "metadata": {"name": "q", "namespace": "b"},
+        "spec": {"deletionPolicy": "Delete",
+                 "secretStoreRefs": [{"labelSelector": {"matchLabels": {"push": "yes"}}, "kind": "ClusterSecretStore"}],
+                 "selector": {"secret": {"name": "src"}}}}),
+    );
+    let synced_only = ps(
+        json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret",
+        "metadata": {"name": "r", "namespace": "a"},
+        "spec": {"deletionPolicy": "Delete", "secretStoreRefs": [], "selector": {"secret": {"name": "src"}}},
+        "status": {"syncedPushSecrets": {"SecretStore/old": {"k": {"match": {"remoteRef": {"remoteKey": "k"}}}}}}}),
+    );
+    let keep = ps(
+        json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret",
+        "metadata": {"name": "n", "namespace": "a"},
+        "spec": {"deletionPolicy": "None", "secretStoreRefs": [{"name": "plain"}],
+                 "selector": {"secret": {"name": "src"}}}}),
+    );
+    let all = [by_name, by_label, synced_only, keep];
+    let none = BTreeMap::new();
+    let ss_kind = StoreKind::SecretStore;
+    let css_kind = StoreKind::ClusterSecretStore;
+    assert!(store_has_delete_refs(ss_kind, "s", Some("a"), &none, &all));
+    // A SecretStore of another namespace with the same name is not referenced.
+    assert!(!store_has_delete_refs(ss_kind, "s", Some("b"), &none, &all));
+    // Already synced to the store, no longer in the spec: still referenced.
+    assert!(store_has_delete_refs(
+        ss_kind,
+        "old",
+        Some("a"),
+        &none,
+        &all
+    ));
+    // Label-selected ClusterSecretStores (any namespace).
+    assert!(store_has_delete_refs(
+        css_kind,
+        "c",
+        None,
+        &labels(&[("push", "yes")]),
+        &all
+    ));
+    assert!(!store_has_delete_refs(css_kind, "c", None, &none, &all));
+    // deletionPolicy None never holds a store, but still concerns it (for re-reconciles).
+    assert!(!store_has_delete_refs(
+        ss_kind,
+        "plain",
+        Some("a"),
+        &none,
+        &all
+    ));
+    assert!(ps_concerns_store(
+        &all[3],
+        ss_kind,
+        "plain",
+        Some("a"),
+        &none
+    ));
+    // storeMatchesRef: an empty kind matches both kinds.
+    let any_kind: PushSecretStoreRef = serde_json::from_value(json!({"name": "x"})).unwrap();
+    assert!(store_matches_ref(&any_kind, css_kind, "x", &none));
+    assert!(store_matches_ref(&any_kind, ss_kind, "x", &none));
+    let invalid: PushSecretStoreRef = serde_json::from_value(
+        json!({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]}}),
+    )
+    .unwrap();
+    assert!(!store_matches_ref(&invalid, ss_kind, "x", &none));
 }

@@ -1,5 +1,12 @@
 //! The SecretStore / ClusterSecretStore reconciler (eso-inventory §2): build a client, validate,
 //! set Ready and `capabilities`.
+//!
+//! Store finalizer (ESO's store controller): while a PushSecret with `deletionPolicy: Delete`
+//! has pushed to a store or references it (by name or label selector), the store carries
+//! `secretstore.externalsecrets.io/finalizer`, so deleting the store waits until those
+//! PushSecrets are gone or changed (and have cleaned up their remote secrets); the finalizer is
+//! removed when none is left. PushSecrets are watched (a reflector cache, no per-reconcile
+//! lists) and a change re-reconciles the stores it concerns.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -7,15 +14,17 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use esr_api::consts as c;
 use esr_api::v1::{ClusterSecretStore, SecretStore};
+use esr_api::v1alpha1::PushSecret;
 use esr_provider::{
-    ClientContext, Maintenance, StoreInfo, ValidationResult, store::store_is_managed,
+    ClientContext, Maintenance, StoreInfo, StoreKind, ValidationResult, store::store_is_managed,
 };
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, warn};
 
@@ -187,15 +196,96 @@ fn status_of(v: &serde_json::Value) -> (EsStatus, Option<String>) {
     (st, caps)
 }
 
+/// What to do with the store finalizer (ESO's `handleFinalizer`): `Some(true)` add,
+/// `Some(false)` remove, `None` leave as is. A store being deleted keeps its finalizer while
+/// PushSecrets with `deletionPolicy: Delete` still reference it.
+pub fn store_finalizer_action(
+    referenced: bool,
+    deleting: bool,
+    has_finalizer: bool,
+) -> Option<bool> {
+    match (deleting, referenced, has_finalizer) {
+        (true, true, _) => None,
+        (true, false, true) => Some(false),
+        (false, true, false) => Some(true),
+        (false, false, true) => Some(false),
+        _ => None,
+    }
+}
+
 /// Runs the two store controllers.
 pub struct StoreControllers {
     ctx: Arc<Context>,
+    push_secrets: bool,
+}
+
+fn store_kind(cluster: bool) -> StoreKind {
+    if cluster {
+        StoreKind::ClusterSecretStore
+    } else {
+        StoreKind::SecretStore
+    }
+}
+
+/// A PushSecret reflector: the cache the finalizer decision reads and the trigger stream.
+fn push_secret_cache(
+    client: kube::Client,
+    namespace: Option<&str>,
+) -> (
+    Store<PushSecret>,
+    impl futures::Stream<Item = Result<PushSecret, watcher::Error>> + Send + 'static,
+) {
+    let api: Api<PushSecret> = match namespace {
+        Some(n) => Api::namespaced(client, n),
+        None => Api::all(client),
+    };
+    let (reader, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    )
+    .touched_objects();
+    (reader, stream)
+}
+
+/// The stores (from the store controller's cache) a PushSecret concerns.
+fn stores_for_ps<K: StoreObject>(
+    stores: &Store<K>,
+    ps: &PushSecret,
+    cluster: bool,
+) -> Vec<ObjectRef<K>> {
+    stores
+        .state()
+        .iter()
+        .filter(|s| {
+            crate::pushsecret_source::ps_concerns_store(
+                ps,
+                store_kind(cluster),
+                &s.name_any(),
+                s.namespace().as_deref(),
+                s.labels(),
+            )
+        })
+        .map(|s| ObjectRef::from_obj(&**s))
+        .collect()
 }
 
 impl StoreControllers {
-    /// New.
+    /// New (the store finalizer for PushSecrets is managed; see
+    /// [`StoreControllers::with_push_secret_finalizer`]).
     pub fn new(ctx: Arc<Context>) -> Self {
-        StoreControllers { ctx }
+        StoreControllers {
+            ctx,
+            push_secrets: true,
+        }
+    }
+
+    /// Whether the store finalizer for PushSecrets with `deletionPolicy: Delete` is managed (ESO
+    /// does it only when the PushSecret reconciler is enabled). Default true.
+    #[must_use]
+    pub fn with_push_secret_finalizer(mut self, enabled: bool) -> Self {
+        self.push_secrets = enabled;
+        self
     }
 
     /// The SecretStore controller.
@@ -216,7 +306,16 @@ impl StoreControllers {
                 instance: ctx.config.instance.clone(),
             },
         ));
-        Controller::new(api, watcher::Config::default())
+        let mut controller = Controller::new(api, watcher::Config::default());
+        let mut ps_cache = None;
+        if self.push_secrets {
+            let (reader, stream) = push_secret_cache(ctx.client.clone(), namespace.as_deref());
+            let stores = controller.store();
+            controller =
+                controller.watches_stream(stream, move |ps| stores_for_ps(&stores, &ps, false));
+            ps_cache = Some(reader);
+        }
+        controller
             .with_config(
                 kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
             )
@@ -224,7 +323,8 @@ impl StoreControllers {
             .run(
                 move |s: Arc<SecretStore>, ctx: Arc<Context>| {
                     let recorder = recorder.clone();
-                    async move { reconcile_store(s, ctx, recorder, false).await }
+                    let ps_cache = ps_cache.clone();
+                    async move { reconcile_store(s, ctx, recorder, false, ps_cache).await }
                 },
                 |_s, e, _ctx| {
                     warn!(error = %e, "store reconcile failed");
@@ -250,7 +350,17 @@ impl StoreControllers {
                 instance: ctx.config.instance.clone(),
             },
         ));
-        Controller::new(api, watcher::Config::default())
+        let mut controller = Controller::new(api, watcher::Config::default());
+        let mut ps_cache = None;
+        if self.push_secrets {
+            let (reader, stream) =
+                push_secret_cache(ctx.client.clone(), ctx.config.namespace.as_deref());
+            let stores = controller.store();
+            controller =
+                controller.watches_stream(stream, move |ps| stores_for_ps(&stores, &ps, true));
+            ps_cache = Some(reader);
+        }
+        controller
             .with_config(
                 kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
             )
@@ -258,7 +368,8 @@ impl StoreControllers {
             .run(
                 move |s: Arc<ClusterSecretStore>, ctx: Arc<Context>| {
                     let recorder = recorder.clone();
-                    async move { reconcile_store(s, ctx, recorder, true).await }
+                    let ps_cache = ps_cache.clone();
+                    async move { reconcile_store(s, ctx, recorder, true, ps_cache).await }
                 },
                 |_s, e, _ctx| {
                     warn!(error = %e, "cluster store reconcile failed");
@@ -293,20 +404,79 @@ impl StoreObject for ClusterSecretStore {
     }
 }
 
+/// Adds or removes the store finalizer as [`store_finalizer_action`] decides (merge patch with
+/// the resourceVersion, so a concurrent change makes it retry).
+async fn manage_store_finalizer<K: StoreObject>(
+    store: &K,
+    ctx: &Context,
+    cluster: bool,
+    push_secrets: &Store<PushSecret>,
+) -> Result<(), Error> {
+    push_secrets
+        .wait_until_ready()
+        .await
+        .map_err(|e| Error::Sync(format!("PushSecret cache: {e}")))?;
+    let name = store.name_any();
+    let ns = store.namespace();
+    let all = push_secrets.state();
+    let referenced = crate::pushsecret_source::store_has_delete_refs(
+        store_kind(cluster),
+        &name,
+        ns.as_deref(),
+        store.labels(),
+        all.iter().map(|p| &**p),
+    );
+    let has = store.finalizers().iter().any(|f| f == c::FINALIZER_STORE);
+    let deleting = store.meta().deletion_timestamp.is_some();
+    let Some(add) = store_finalizer_action(referenced, deleting, has) else {
+        if deleting && referenced {
+            debug!(store = %name, "store is being deleted; PushSecrets with deletionPolicy=Delete still reference it");
+        }
+        return Ok(());
+    };
+    let mut f: Vec<String> = store
+        .finalizers()
+        .iter()
+        .filter(|f| *f != c::FINALIZER_STORE)
+        .cloned()
+        .collect();
+    if add {
+        f.push(c::FINALIZER_STORE.to_string());
+    }
+    let patch = serde_json::json!({"metadata": {"finalizers": f, "resourceVersion": store.resource_version()}});
+    let pp = PatchParams::default();
+    if cluster {
+        Api::<ClusterSecretStore>::all(ctx.client.clone())
+            .patch(&name, &pp, &Patch::Merge(&patch))
+            .await?;
+    } else {
+        Api::<SecretStore>::namespaced(ctx.client.clone(), ns.as_deref().unwrap_or_default())
+            .patch(&name, &pp, &Patch::Merge(&patch))
+            .await?;
+    }
+    debug!(store = %name, add, "store finalizer updated for PushSecrets with deletionPolicy=Delete");
+    Ok(())
+}
+
 async fn reconcile_store<K: StoreObject>(
     store: Arc<K>,
     ctx: Arc<Context>,
     recorder: Arc<Recorder>,
     cluster: bool,
+    push_secrets: Option<Store<PushSecret>>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
     let name = store.name_any();
     let ns = store.namespace().unwrap_or_default();
     let raw = serde_json::to_value(&*store).map_err(|e| Error::Sync(e.to_string()))?;
     let info = StoreInfo::from_object(&raw).map_err(|e| Error::Sync(e.to_string()))?;
-    if !store_is_managed(&info, &ctx.config.controller_class)
-        || store.meta().deletion_timestamp.is_some()
-    {
+    if !store_is_managed(&info, &ctx.config.controller_class) {
+        return Ok(Action::await_change());
+    }
+    if let Some(ps) = &push_secrets {
+        manage_store_finalizer(&*store, &ctx, cluster, ps).await?;
+    }
+    if store.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     let (check, caps, maintenance) = check_store(&ctx, &info).await;
@@ -468,6 +638,19 @@ mod tests {
             ("True", "Valid", "store validated")
         );
         assert_eq!(o.event.type_, EventType::Normal);
+    }
+
+    #[test]
+    fn store_finalizer_follows_push_secret_references() {
+        // (referenced, deleting, has finalizer) -> add / remove / leave
+        assert_eq!(store_finalizer_action(true, false, false), Some(true));
+        assert_eq!(store_finalizer_action(true, false, true), None);
+        assert_eq!(store_finalizer_action(false, false, true), Some(false));
+        assert_eq!(store_finalizer_action(false, false, false), None);
+        // Being deleted: kept while referenced, removed once nothing references the store.
+        assert_eq!(store_finalizer_action(true, true, true), None);
+        assert_eq!(store_finalizer_action(false, true, true), Some(false));
+        assert_eq!(store_finalizer_action(false, true, false), None);
     }
 
     #[test]

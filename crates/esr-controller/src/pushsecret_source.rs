@@ -1,0 +1,470 @@
+//! PushSecret sources, target stores, template and store references (eso-inventory §4), used by
+//! the reconciler in [`crate::pushsecret`] and by the store finalizer in [`crate::stores`].
+//!
+//! Pure helpers ([`source_of`], [`select_stores`], [`data_to_targets`], [`validate_data_to`],
+//! [`render_template`], [`store_has_delete_refs`], [`ps_concerns_store`]) and the IO that resolves
+//! sources ([`resolve_sources`]), stores ([`resolve_stores`]) and `templateFrom` inputs
+//! ([`load_template_sources`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use esr_api::v1::{
+    ClusterSecretStore, ExternalSecretTemplate, GeneratorRef, SecretStore, SecretStoreKind,
+};
+use esr_api::v1alpha1::{PushSecret, PushSecretDeletionPolicy, PushSecretSpec, PushSecretStoreRef};
+use esr_provider::store::{StoreRef, label_selector_matches};
+use esr_provider::{KubeAccess, StoreKind};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::api::ListParams;
+use kube::core::Selector;
+use kube::{Api, Client, Resource, ResourceExt};
+
+use crate::generators::Generated;
+
+/// Name of the in-memory Secret that carries a generator's output (ESO's name).
+pub const GENERATED_SECRET_NAME: &str = "___generated-secret";
+
+/// Where a PushSecret's data comes from. ESO checks `selector.secret.name` first, then
+/// `selector.generatorRef`, then `selector.secret.selector`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Source<'a> {
+    /// One Secret by name.
+    Named(&'a str),
+    /// A generator's output, pushed as if it were a Secret's data.
+    Generator(&'a GeneratorRef),
+    /// Every Secret of the PushSecret's namespace matching the label selector.
+    Selector(&'a LabelSelector),
+}
+
+/// The source of a spec (ESO: `no secret selector provided` when none is set).
+pub fn source_of(spec: &PushSecretSpec) -> Result<Source<'_>, String> {
+    let secret = spec.selector.secret.as_ref();
+    if let Some(n) = secret
+        .and_then(|s| s.name.as_deref())
+        .filter(|n| !n.is_empty())
+    {
+        return Ok(Source::Named(n));
+    }
+    if let Some(g) = &spec.selector.generator_ref {
+        return Ok(Source::Generator(g));
+    }
+    if let Some(sel) = secret.and_then(|s| s.selector.as_ref()) {
+        return Ok(Source::Selector(sel));
+    }
+    Err("no secret selector provided".to_string())
+}
+
+/// The consumer key of a PushSecret's generator (see `GenerateRequest::consumer`).
+pub fn generator_consumer(namespace: &str, name: &str) -> String {
+    format!("PushSecret/{namespace}/{name}")
+}
+
+/// A generator's output as the Secret that is pushed.
+pub fn generated_secret(namespace: &str, data: Generated) -> Secret {
+    let mut s = Secret::default();
+    s.metadata.name = Some(GENERATED_SECRET_NAME.to_string());
+    s.metadata.namespace = Some(namespace.to_string());
+    s.data = Some(data.into_iter().map(|(k, v)| (k, ByteString(v))).collect());
+    s
+}
+
+/// `kind` of a store reference with ESO's default (`SecretStore`).
+pub fn kind_or_default(k: Option<SecretStoreKind>) -> StoreKind {
+    match k {
+        Some(SecretStoreKind::ClusterSecretStore) => StoreKind::ClusterSecretStore,
+        _ => StoreKind::SecretStore,
+    }
+}
+
+/// A store a PushSecret pushes to, with its labels (for `dataTo[].storeRef.labelSelector`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SelectedStore {
+    /// Kind and name.
+    pub store: StoreRef,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A store found through `secretStoreRefs` (by name or label selector), before filtering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreCandidate {
+    /// Kind and name.
+    pub store: StoreRef,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `spec.controller`.
+    pub controller: Option<String>,
+}
+
+/// ESO's store filtering: stores being deleted and stores of another controller class are
+/// skipped; duplicates (a store named and also label-selected) are pushed once. Sorted.
+pub fn select_stores(
+    candidates: Vec<StoreCandidate>,
+    controller_class: &str,
+) -> Vec<SelectedStore> {
+    let set: BTreeSet<SelectedStore> = candidates
+        .into_iter()
+        .filter(|c| !c.deleting)
+        .filter(|c| {
+            c.controller
+                .as_deref()
+                .is_none_or(|k| k.is_empty() || k == controller_class)
+        })
+        .map(|c| SelectedStore {
+            store: c.store,
+            labels: c.labels,
+        })
+        .collect();
+    set.into_iter().collect()
+}
+
+/// Whether a `dataTo[].storeRef` targets `store` (ESO: the name wins over the label selector; the
+/// kind defaults to `SecretStore`).
+pub fn data_to_targets(r: &PushSecretStoreRef, store: &SelectedStore) -> Result<bool, String> {
+    let kind_ok = kind_or_default(r.kind) == store.store.kind;
+    if let Some(n) = r.name.as_deref().filter(|n| !n.is_empty()) {
+        return Ok(kind_ok && n == store.store.name);
+    }
+    match &r.label_selector {
+        None => Ok(false),
+        Some(sel) => Ok(kind_ok
+            && label_selector_matches(sel, &store.labels)
+                .map_err(|e| format!("invalid labelSelector: {e}"))?),
+    }
+}
+
+/// ESO's `validateDataToStoreRefs`: every `dataTo[]` has a `storeRef` with a name or a label
+/// selector, and a named one must be among `secretStoreRefs` (a label-selector entry of the same
+/// kind may match it).
+pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), String> {
+    for (i, d) in spec.data_to.iter().flatten().enumerate() {
+        let Some(sr) = &d.store_ref else {
+            return Err(format!("dataTo[{i}]: storeRef is required"));
+        };
+        let name = sr.name.as_deref().filter(|n| !n.is_empty());
+        if name.is_none() && sr.label_selector.is_none() {
+            return Err(format!(
+                "dataTo[{i}]: storeRef must have name or labelSelector"
+            ));
+        }
+        if let Some(n) = name {
+            let kind = kind_or_default(sr.kind);
+            let listed = spec.secret_store_refs.iter().any(|r| {
+                kind_or_default(r.kind) == kind
+                    && (r.name.as_deref() == Some(n) || r.label_selector.is_some())
+            });
+            if !listed {
+                return Err(format!(
+                    "dataTo[{i}]: storeRef {n:?} not found in secretStoreRefs"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ESO's `storeMatchesRef` (store finalizer): the kind matches (an empty kind matches both), and
+/// the name is equal or the label selector matches the store's labels (invalid selectors never
+/// match).
+pub fn store_matches_ref(
+    r: &PushSecretStoreRef,
+    kind: StoreKind,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    if r.kind.is_some() && kind_or_default(r.kind) != kind {
+        return false;
+    }
+    if r.name.as_deref() == Some(name) {
+        return true;
+    }
+    r.label_selector
+        .as_ref()
+        .is_some_and(|s| label_selector_matches(s, labels).unwrap_or(false))
+}
+
+fn store_key_of(kind: StoreKind, name: &str) -> String {
+    crate::pushsecret::store_key(&StoreRef {
+        kind,
+        name: name.to_string(),
+    })
+}
+
+/// Whether `ps` may concern the store: the store is in `status.syncedPushSecrets` or a
+/// `secretStoreRefs` entry matches it (ESO's `shouldReconcileSecretStoreForPushSecret`). A
+/// SecretStore only concerns PushSecrets of its namespace.
+pub fn ps_concerns_store(
+    ps: &PushSecret,
+    kind: StoreKind,
+    name: &str,
+    namespace: Option<&str>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    if kind == StoreKind::SecretStore && ps.namespace().as_deref() != namespace {
+        return false;
+    }
+    let key = store_key_of(kind, name);
+    let synced = ps
+        .status
+        .as_ref()
+        .and_then(|s| s.synced_push_secrets.as_ref())
+        .is_some_and(|m| m.contains_key(&key));
+    synced
+        || ps
+            .spec
+            .secret_store_refs
+            .iter()
+            .any(|r| store_matches_ref(r, kind, name, labels))
+}
+
+/// ESO's `hasPushSecretsWithDeletePolicy`: some PushSecret with `deletionPolicy: Delete` (in the
+/// store's namespace for a SecretStore) has pushed to the store or references it.
+pub fn store_has_delete_refs<'a>(
+    kind: StoreKind,
+    name: &str,
+    namespace: Option<&str>,
+    labels: &BTreeMap<String, String>,
+    pushsecrets: impl IntoIterator<Item = &'a PushSecret>,
+) -> bool {
+    pushsecrets.into_iter().any(|ps| {
+        ps.spec.deletion_policy == Some(PushSecretDeletionPolicy::Delete)
+            && ps_concerns_store(ps, kind, name, namespace, labels)
+    })
+}
+
+/// Renders `template` over a source Secret as ESO does for PushSecrets: the template data is the
+/// Secret's data, and the rendered keys, labels and annotations are laid over the Secret itself
+/// (keys the template does not produce stay). Errors never contain values.
+pub fn render_template(
+    template: &ExternalSecretTemplate,
+    source: &Secret,
+    sources: &esr_template::eso::TemplateSources,
+) -> Result<Secret, String> {
+    use esr_template::eso::{RenderInput, RenderedSecret, render_secret};
+    let data: BTreeMap<String, Vec<u8>> = source
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect();
+    let base = RenderedSecret {
+        data: data.clone(),
+        labels: source.labels().clone(),
+        annotations: source.annotations().clone(),
+        type_: source.type_.clone(),
+    };
+    let empty = BTreeMap::new();
+    let out = render_secret(&RenderInput {
+        template: Some(template),
+        data: &data,
+        sources,
+        base: &base,
+        es_labels: &empty,
+        es_annotations: &empty,
+    })
+    .map_err(|e| e.to_string())?;
+    let mut s = source.clone();
+    s.data = Some(
+        out.data
+            .into_iter()
+            .map(|(k, v)| (k, ByteString(v)))
+            .collect(),
+    );
+    s.metadata.labels = Some(out.labels);
+    s.metadata.annotations = Some(out.annotations);
+    s.type_ = out.type_;
+    Ok(s)
+}
+
+// ------------------------------------------------------------------------------------------------
+// IO
+// ------------------------------------------------------------------------------------------------
+
+/// Loads the ConfigMaps and Secrets a template's `templateFrom` references (in `namespace`).
+/// Errors read like ESO's (`error fetching templateFrom data: ...` is added by the renderer).
+pub async fn load_template_sources(
+    kube: &dyn KubeAccess,
+    namespace: &str,
+    template: &ExternalSecretTemplate,
+) -> Result<esr_template::eso::TemplateSources, String> {
+    let mut out = esr_template::eso::TemplateSources::default();
+    for tf in template.template_from.iter().flatten() {
+        if let Some(cm) = &tf.config_map
+            && !out.config_maps.contains_key(&cm.name)
+        {
+            let c = kube
+                .get_config_map(namespace, &cm.name)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("configmaps {:?} not found", cm.name))?;
+            out.config_maps
+                .insert(cm.name.clone(), c.data.unwrap_or_default());
+        }
+        if let Some(sr) = &tf.secret
+            && !out.secrets.contains_key(&sr.name)
+        {
+            let s = kube
+                .get_secret(namespace, &sr.name)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("secrets {:?} not found", sr.name))?;
+            out.secrets.insert(
+                sr.name.clone(),
+                s.data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect(),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Why the sources could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The Secret named in `selector.secret.name` does not exist.
+    #[error("source secret {0} does not exist")]
+    NotFound(String),
+    /// Anything else (API error, bad selector, generator failure).
+    #[error("{0}")]
+    Other(String),
+}
+
+fn selector_params(sel: &LabelSelector) -> Result<ListParams, String> {
+    let s =
+        Selector::try_from(sel.clone()).map_err(|e| format!("could not convert labels: {e}"))?;
+    Ok(ListParams::default().labels_from(&s))
+}
+
+/// The Secrets a PushSecret pushes: the named Secret, the generator's output, or every Secret of
+/// the namespace matching the label selector (sorted by name).
+pub async fn resolve_sources(
+    client: &Client,
+    kube: &dyn KubeAccess,
+    spec: &PushSecretSpec,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<Secret>, SourceError> {
+    match source_of(spec).map_err(SourceError::Other)? {
+        Source::Named(n) => {
+            let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+            match api
+                .get_opt(n)
+                .await
+                .map_err(|e| SourceError::Other(format!("could not get source secret: {e}")))?
+            {
+                Some(s) => Ok(vec![s]),
+                None => Err(SourceError::NotFound(n.to_string())),
+            }
+        }
+        Source::Generator(g) => {
+            let data =
+                crate::generators::generate(g, namespace, &generator_consumer(namespace, name))
+                    .await
+                    .map_err(|e| {
+                        SourceError::Other(format!(
+                            "could not resolve secret from generator ref {}/{}: {e}",
+                            g.kind.as_str(),
+                            g.name
+                        ))
+                    })?;
+            Ok(vec![generated_secret(namespace, data)])
+        }
+        Source::Selector(sel) => {
+            let s = Selector::try_from(sel.clone())
+                .map_err(|e| SourceError::Other(format!("could not convert labels: {e}")))?;
+            let sel = s.to_string();
+            let mut list = kube
+                .list_secrets(namespace, Some(sel.as_str()).filter(|s| !s.is_empty()))
+                .await
+                .map_err(|e| SourceError::Other(format!("could not list source secrets: {e}")))?;
+            list.sort_by_key(|s| s.name_any());
+            Ok(list)
+        }
+    }
+}
+
+fn candidate<K: Resource>(
+    store: &K,
+    kind: StoreKind,
+    controller: Option<String>,
+) -> StoreCandidate {
+    StoreCandidate {
+        store: StoreRef {
+            kind,
+            name: store.meta().name.clone().unwrap_or_default(),
+        },
+        labels: store.meta().labels.clone().unwrap_or_default(),
+        deleting: store.meta().deletion_timestamp.is_some(),
+        controller,
+    }
+}
+
+/// The stores of `secretStoreRefs`: named stores are read (an error when missing, as ESO), label
+/// selectors list SecretStores of `namespace` or ClusterSecretStores.
+pub async fn resolve_stores(
+    client: &Client,
+    spec: &PushSecretSpec,
+    namespace: &str,
+) -> Result<Vec<StoreCandidate>, String> {
+    let ss: Api<SecretStore> = Api::namespaced(client.clone(), namespace);
+    let css: Api<ClusterSecretStore> = Api::all(client.clone());
+    let mut out = Vec::new();
+    for r in &spec.secret_store_refs {
+        let kind = kind_or_default(r.kind);
+        if let Some(sel) = &r.label_selector {
+            let lp = selector_params(sel)?;
+            match kind {
+                StoreKind::SecretStore => {
+                    let l = ss
+                        .list(&lp)
+                        .await
+                        .map_err(|e| format!("could not list Secret Stores: {e}"))?;
+                    out.extend(
+                        l.items
+                            .iter()
+                            .map(|s| candidate(s, kind, s.spec.controller.clone())),
+                    );
+                }
+                StoreKind::ClusterSecretStore => {
+                    let l = css
+                        .list(&lp)
+                        .await
+                        .map_err(|e| format!("could not list cluster Secret Stores: {e}"))?;
+                    out.extend(
+                        l.items
+                            .iter()
+                            .map(|s| candidate(s, kind, s.spec.controller.clone())),
+                    );
+                }
+            }
+            continue;
+        }
+        let Some(n) = r.name.as_deref().filter(|n| !n.is_empty()) else {
+            return Err("refStore Name must be provided".to_string());
+        };
+        match kind {
+            StoreKind::SecretStore => {
+                let s = ss
+                    .get(n)
+                    .await
+                    .map_err(|e| format!("could not get SecretStore {n:?}, {e}"))?;
+                out.push(candidate(&s, kind, s.spec.controller.clone()));
+            }
+            StoreKind::ClusterSecretStore => {
+                let s = css
+                    .get(n)
+                    .await
+                    .map_err(|e| format!("could not get ClusterSecretStore {n:?}, {e}"))?;
+                out.push(candidate(&s, kind, s.spec.controller.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
