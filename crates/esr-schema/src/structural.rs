@@ -115,38 +115,21 @@ impl Ssv {
             }
             errs.push(FieldError::forbidden(child(p, "default"), &detail));
         }
-        if s.has_id {
-            errs.push(FieldError::forbidden(child(p, "id"), "id is not supported"));
-        }
-        if s.has_additional_items {
-            errs.push(FieldError::forbidden(
-                child(p, "additionalItems"),
-                "additionalItems is not supported",
-            ));
-        }
-        if s.has_pattern_properties {
-            errs.push(FieldError::forbidden(
-                child(p, "patternProperties"),
-                "patternProperties is not supported",
-            ));
-        }
-        if s.has_definitions {
-            errs.push(FieldError::forbidden(
-                child(p, "definitions"),
-                "definitions is not supported",
-            ));
-        }
-        if s.has_dependencies {
-            errs.push(FieldError::forbidden(
-                child(p, "dependencies"),
-                "dependencies is not supported",
-            ));
-        }
-        if s.has_ref {
-            errs.push(FieldError::forbidden(
-                child(p, "$ref"),
-                "$ref is not supported",
-            ));
+        // JSON-schema keywords the apiserver does not support at all.
+        for (set, field) in [
+            (s.has_id, "id"),
+            (s.has_additional_items, "additionalItems"),
+            (s.has_pattern_properties, "patternProperties"),
+            (s.has_definitions, "definitions"),
+            (s.has_dependencies, "dependencies"),
+            (s.has_ref, "$ref"),
+        ] {
+            if set {
+                errs.push(FieldError::forbidden(
+                    child(p, field),
+                    &format!("{field} is not supported"),
+                ));
+            }
         }
         if s.ty.as_deref() == Some("null") {
             errs.push(FieldError::forbidden(
@@ -673,89 +656,47 @@ fn nested(
     for (k, f) in &v.properties {
         nested(f, false, false, &prop_path(p, k), errs);
     }
-    if !ty(v).is_empty() {
-        errs.push(FieldError::forbidden(
-            child(p, "type"),
-            "must be empty to be structural",
-        ));
-    }
-    if v.additional.is_some() {
-        errs.push(FieldError::forbidden(
-            child(p, "additionalProperties"),
-            "must be undefined to be structural",
-        ));
-    }
-    if v.default.is_some() {
-        errs.push(FieldError::forbidden(
-            child(p, "default"),
-            "must be undefined to be structural",
-        ));
-    }
-    if v.has_title {
-        errs.push(FieldError::forbidden(
-            child(p, "title"),
-            "must be empty to be structural",
-        ));
-    }
-    if v.has_description {
-        errs.push(FieldError::forbidden(
-            child(p, "description"),
-            "must be empty to be structural",
-        ));
-    }
-    if v.nullable {
-        errs.push(FieldError::forbidden(
-            child(p, "nullable"),
-            "must be false to be structural",
-        ));
-    }
-    if v.has_external_docs {
-        errs.push(FieldError::forbidden(
-            child(p, "externalDocs"),
-            "must be undefined to be structural",
-        ));
-    }
-    if v.preserves_unknown() {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-preserve-unknown-fields"),
-            "must be false to be structural",
-        ));
-    }
-    if v.x_embedded_resource {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-embedded-resource"),
-            "must be false to be structural",
-        ));
-    }
-    if v.x_int_or_string {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-int-or-string"),
-            "must be false to be structural",
-        ));
-    }
-    if !v.x_list_map_keys.is_empty() {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-list-map-keys"),
-            "must be empty to be structural",
-        ));
-    }
-    if v.x_list_type.is_some() {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-list-type"),
-            "must be undefined to be structural",
-        ));
-    }
-    if v.x_map_type.is_some() {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-map-type"),
-            "must be undefined to be structural",
-        ));
-    }
-    if !v.x_validations.is_empty() {
-        errs.push(FieldError::forbidden(
-            child(p, "x-kubernetes-validations"),
-            "must be empty to be structural",
-        ));
+    // Keywords a nested value validation must not set, in the apiserver's order, with the
+    // wording of its message ("must be empty" / "undefined" / "false").
+    const EMPTY: &str = "must be empty to be structural";
+    const UNDEFINED: &str = "must be undefined to be structural";
+    const FALSE: &str = "must be false to be structural";
+    let forbidden = [
+        (!ty(v).is_empty(), "type", EMPTY),
+        (v.additional.is_some(), "additionalProperties", UNDEFINED),
+        (v.default.is_some(), "default", UNDEFINED),
+        (v.has_title, "title", EMPTY),
+        (v.has_description, "description", EMPTY),
+        (v.nullable, "nullable", FALSE),
+        (v.has_external_docs, "externalDocs", UNDEFINED),
+        (
+            v.preserves_unknown(),
+            "x-kubernetes-preserve-unknown-fields",
+            FALSE,
+        ),
+        (
+            v.x_embedded_resource,
+            "x-kubernetes-embedded-resource",
+            FALSE,
+        ),
+        (v.x_int_or_string, "x-kubernetes-int-or-string", FALSE),
+        (
+            !v.x_list_map_keys.is_empty(),
+            "x-kubernetes-list-map-keys",
+            EMPTY,
+        ),
+        (v.x_list_type.is_some(), "x-kubernetes-list-type", UNDEFINED),
+        (v.x_map_type.is_some(), "x-kubernetes-map-type", UNDEFINED),
+        (
+            !v.x_validations.is_empty(),
+            "x-kubernetes-validations",
+            EMPTY,
+        ),
+    ];
+    for (set, field, msg) in forbidden {
+        if set {
+            errs.push(FieldError::forbidden(child(p, field), msg));
+        }
     }
     if v.properties.contains_key("metadata") {
         errs.push(FieldError::forbidden(

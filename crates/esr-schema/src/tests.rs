@@ -742,6 +742,11 @@ fn structural_forbidden_keywords_and_list_types() {
         "u": {"type": "array", "uniqueItems": true, "items": {"type": "string"}},
         "t": {"type": "foo"},
         "r": {"type": "string", "$ref": "#/x"},
+        "pp": {"type": "object", "patternProperties": {"^a": {"type": "string"}}},
+        "ai": {"type": "array", "items": {"type": "string"}, "additionalItems": false},
+        "de": {"type": "object", "dependencies": {"a": ["b"]}},
+        "df": {"type": "object", "definitions": {"x": {"type": "string"}}},
+        "id": {"type": "string", "id": "urn:x"},
         "lt": {"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}},
         "lm": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {"n": {"type": "string"}}}},
         "p": {"type": "string", "pattern": "("}
@@ -750,6 +755,11 @@ fn structural_forbidden_keywords_and_list_types() {
         "openAPIV3Schema.properties[spec].properties[u].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         "openAPIV3Schema.properties[spec].properties[t].type: Unsupported value: \"foo\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\"",
         "openAPIV3Schema.properties[spec].properties[r].$ref: Forbidden: $ref is not supported",
+        "openAPIV3Schema.properties[spec].properties[pp].patternProperties: Forbidden: patternProperties is not supported",
+        "openAPIV3Schema.properties[spec].properties[ai].additionalItems: Forbidden: additionalItems is not supported",
+        "openAPIV3Schema.properties[spec].properties[de].dependencies: Forbidden: dependencies is not supported",
+        "openAPIV3Schema.properties[spec].properties[df].definitions: Forbidden: definitions is not supported",
+        "openAPIV3Schema.properties[spec].properties[id].id: Forbidden: id is not supported",
         "openAPIV3Schema.properties[spec].properties[lt].x-kubernetes-list-type: Unsupported value: \"bag\": supported values: \"atomic\", \"set\", \"map\"",
         "openAPIV3Schema.properties[spec].properties[lm].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map",
     ];
