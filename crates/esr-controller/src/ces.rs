@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use regex::Regex;
@@ -53,7 +53,12 @@ pub fn es_name(ces: &ClusterExternalSecret) -> String {
 
 /// `refreshTime` (default 1h); `None` for `0s` (no periodic requeue).
 pub fn refresh_interval(spec: &ClusterExternalSecretSpec) -> Option<Duration> {
-    match spec.refresh_time.as_deref().filter(|s| !s.is_empty()) {
+    refresh_from(spec.refresh_time.as_deref())
+}
+
+/// A `refreshTime` value (default 1h when unset or invalid); `None` for `0s`.
+pub fn refresh_from(refresh_time: Option<&str>) -> Option<Duration> {
+    match refresh_time.filter(|s| !s.is_empty()) {
         None => Some(DEFAULT_REFRESH),
         Some(s) => match esr_api::duration::parse(s).ok().and_then(|d| d.to_std()) {
             Some(d) if d.is_zero() => None,
@@ -73,6 +78,16 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// A selection made of label selectors only (ORed), as ClusterPushSecret's
+    /// `namespaceSelectors`.
+    pub fn from_selectors(selectors: Vec<LabelSelector>) -> Selection {
+        Selection {
+            selectors,
+            names: BTreeSet::new(),
+            regexes: Vec::new(),
+        }
+    }
+
     /// Builds the selection; an invalid regex is an error.
     pub fn from_spec(spec: &ClusterExternalSecretSpec) -> Result<Selection, String> {
         let mut selectors: Vec<LabelSelector> =
@@ -410,9 +425,24 @@ pub enum Error {
     Namespaces(String),
 }
 
-/// Called after each reconcile with the CES name, the duration and Ready (`None` when unknown),
-/// for `clusterexternalsecret_reconcile_duration` / `clusterexternalsecret_status_condition`.
-pub type Observe = Arc<dyn Fn(&str, Duration, Option<bool>) + Send + Sync>;
+/// What the [`Observe`] hook is told about an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observation {
+    /// A reconcile took `took`; `ready` is the Ready condition it set (`None` when unknown).
+    Reconciled {
+        /// Duration of the reconcile.
+        took: Duration,
+        /// Ready condition status, when known.
+        ready: Option<bool>,
+    },
+    /// The object was deleted: its series go away.
+    Deleted,
+}
+
+/// Called with the object name after each reconcile and when the object is deleted, for
+/// `clusterexternalsecret_reconcile_duration` / `clusterexternalsecret_status_condition` (and the
+/// `clusterpushsecret_*` pair for the ClusterPushSecret controller).
+pub type Observe = Arc<dyn Fn(&str, Observation) + Send + Sync>;
 
 /// Reconciler state.
 pub struct CesContext {
@@ -425,7 +455,7 @@ pub struct CesContext {
     failures: Mutex<HashMap<String, u32>>,
 }
 
-fn is_status(e: &kube::Error, code: u16) -> bool {
+pub(crate) fn is_status(e: &kube::Error, code: u16) -> bool {
     esr_provider::error::kube_status_code(e) == Some(code)
 }
 
@@ -494,11 +524,16 @@ pub async fn reconcile(
     let name = ces.name_any();
     let res = reconcile_inner(&ces, &ctx).await;
     if let Some(hook) = &ctx.observe {
-        hook(
-            &name,
-            started.elapsed(),
-            res.as_ref().ok().and_then(|(_, ready)| *ready),
-        );
+        // A CES being deleted reports Deleted (its watch deletion may arrive first).
+        let obs = if ces.meta().deletion_timestamp.is_some() {
+            Observation::Deleted
+        } else {
+            Observation::Reconciled {
+                took: started.elapsed(),
+                ready: res.as_ref().ok().and_then(|(_, ready)| *ready),
+            }
+        };
+        hook(&name, obs);
     }
     match res {
         Ok((a, _)) => {
@@ -713,7 +748,7 @@ pub fn ces_for_es(
         .collect()
 }
 
-fn meta_hash<K: Resource>(o: &K, extra: u64) -> u64 {
+pub(crate) fn meta_hash<K: Resource>(o: &K, extra: u64) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     let m = o.meta();
     m.generation.hash(&mut h);
@@ -731,7 +766,7 @@ fn meta_hash<K: Resource>(o: &K, extra: u64) -> u64 {
 
 /// Turns a reflector stream into "changed or deleted" objects: status-only and no-op updates are
 /// dropped, deletions always pass.
-fn changes<K, S>(
+pub(crate) fn changes<K, S>(
     stream: S,
     hash: fn(&K) -> u64,
 ) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send
@@ -775,7 +810,7 @@ where
         .flatten()
 }
 
-fn ns_hash(ns: &Namespace) -> u64 {
+pub(crate) fn ns_hash(ns: &Namespace) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ns.labels().hash(&mut h);
     ns.metadata.deletion_timestamp.is_some().hash(&mut h);
@@ -794,33 +829,125 @@ fn ces_hash(ces: &ClusterExternalSecret) -> u64 {
     meta_hash(ces, 0)
 }
 
-/// Runs the ClusterExternalSecret controller until `shutdown` resolves.
+/// Events each subscriber of the shared Namespace watch may lag behind before the watch waits.
+const NS_FEED_BUFFER: usize = 1024;
+
+/// One Namespace watch and reflector cache shared by the ClusterExternalSecret and
+/// ClusterPushSecret controllers. Subscribe (once per controller) before [`NamespaceFeed::run`];
+/// every subscription must be polled, since the watch waits for the slowest subscriber.
+pub struct NamespaceFeed {
+    reader: Store<Namespace>,
+    writer: reflector::store::Writer<Namespace>,
+}
+
+impl Default for NamespaceFeed {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NamespaceFeed {
+    /// An empty cache; nothing is watched until [`NamespaceFeed::run`].
+    pub fn new() -> Self {
+        let (reader, writer) = reflector::store_shared(NS_FEED_BUFFER);
+        NamespaceFeed { reader, writer }
+    }
+
+    /// The namespace cache.
+    pub fn store(&self) -> Store<Namespace> {
+        self.reader.clone()
+    }
+
+    /// A stream of namespaces as they are listed, created or changed (deletions are not
+    /// reported: a namespace is seen terminating first), with the cache as its reader.
+    pub fn subscribe(&self) -> Option<ReflectHandle<Namespace>> {
+        self.writer.subscribe()
+    }
+
+    /// Watches Namespaces into the cache and the subscriptions until `shutdown` resolves.
+    pub async fn run(
+        self,
+        client: Client,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let api: Api<Namespace> = Api::all(client);
+        let feed = reflector::reflector(self.writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .for_each(|ev| async move {
+                if let Err(e) = ev {
+                    debug!(error = %e, "Namespace watch");
+                }
+            });
+        tokio::select! {
+            _ = feed => {}
+            _ = shutdown => {}
+        }
+    }
+}
+
+/// Namespaces from a shared subscription, with unchanged ones (same labels, same terminating
+/// state) dropped.
+pub(crate) fn namespace_changes(
+    handle: ReflectHandle<Namespace>,
+) -> impl futures::Stream<Item = Arc<Namespace>> + Send {
+    let seen: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    handle.filter_map(move |ns| {
+        let h = ns_hash(&ns);
+        let changed = seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ns.name_any(), h)
+            != Some(h);
+        async move { changed.then_some(ns) }
+    })
+}
+
+/// Calls the hook with [`Observation::Deleted`] for each deletion in a watch stream.
+pub(crate) fn observe_deletions<K, S>(
+    stream: S,
+    observe: Option<Observe>,
+) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Resource + Send + 'static,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+{
+    stream.inspect(move |ev| {
+        if let (Some(hook), Ok(watcher::Event::Delete(o))) = (&observe, ev) {
+            hook(
+                o.meta().name.as_deref().unwrap_or_default(),
+                Observation::Deleted,
+            );
+        }
+    })
+}
+
+/// Runs the ClusterExternalSecret controller until `shutdown` resolves. `namespaces` is a
+/// subscription to the shared [`NamespaceFeed`] (whose cache is read through the handle).
 pub async fn run(
     client: Client,
     concurrency: u16,
     observe: Option<Observe>,
+    namespaces: ReflectHandle<Namespace>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let (ns_reader, ns_writer) = reflector::store();
+    let ns_reader = namespaces.reader();
     let (es_reader, es_writer) = reflector::store();
     let (ces_reader, ces_writer) = reflector::store();
-    let ns_api: Api<Namespace> = Api::all(client.clone());
     let es_api: Api<ExternalSecret> = Api::all(client.clone());
     let ces_api: Api<ClusterExternalSecret> = Api::all(client.clone());
 
-    let ns_stream = changes(
-        reflector::reflector(ns_writer, watcher(ns_api, watcher::Config::default()))
-            .default_backoff(),
-        ns_hash,
-    );
+    let ns_stream = namespace_changes(namespaces);
     let es_stream = changes(
         reflector::reflector(es_writer, watcher(es_api, watcher::Config::default()))
             .default_backoff(),
         es_hash,
     );
     let ces_stream = changes(
-        reflector::reflector(ces_writer, watcher(ces_api, watcher::Config::default()))
-            .default_backoff(),
+        observe_deletions(
+            reflector::reflector(ces_writer, watcher(ces_api, watcher::Config::default()))
+                .default_backoff(),
+            observe.clone(),
+        ),
         ces_hash,
     );
     let ctx = Arc::new(CesContext {
@@ -835,7 +962,9 @@ pub async fn run(
     let r2 = ces_reader.clone();
     Controller::for_stream(ces_stream, ces_reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .watches_stream(ns_stream, move |ns: Namespace| ces_for_namespace(&r1, &ns))
+        .watches_shared_stream(ns_stream, move |ns: Arc<Namespace>| {
+            ces_for_namespace(&r1, &ns)
+        })
         .watches_stream(es_stream, move |es: ExternalSecret| ces_for_es(&r2, &es))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)

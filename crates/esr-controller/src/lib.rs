@@ -1,4 +1,5 @@
 pub mod ces;
+pub mod clusterpushsecret;
 pub mod controller;
 pub mod convert;
 pub mod fetch;

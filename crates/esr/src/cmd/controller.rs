@@ -1,4 +1,5 @@
-//! `esr controller`: run the ExternalSecret, SecretStore and ClusterSecretStore controllers.
+//! `esr controller`: run the ExternalSecret, SecretStore, ClusterSecretStore, PushSecret,
+//! ClusterExternalSecret and ClusterPushSecret controllers.
 //!
 //! Flags mirror ESO's `controller` command where they apply (eso-inventory §5.8).
 
@@ -8,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use esr_controller::ces::{Observation, Observe};
 use esr_controller::controller::{Config, Runtime};
-use esr_controller::metrics::Metrics;
+use esr_controller::metrics::{Metrics, Observed};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
 use esr_provider::KubeClientAccess;
 use tracing::{info, warn};
@@ -76,12 +78,35 @@ pub struct Args {
     /// Reconcile PushSecrets.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_push_secret_reconciler: bool,
+    /// Reconcile ClusterPushSecrets.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_cluster_push_secret_reconciler: bool,
+    /// Accepted for ESO compatibility. esr's generators (Password, Fake, VaultDynamicSecret)
+    /// return no generator state, exactly as in ESO, so no GeneratorState objects are ever
+    /// created whatever the value.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_generator_state: bool,
+    /// Accepted for ESO compatibility (grace period before unused GeneratorStates are collected).
+    /// esr's generators return no generator state, so there is nothing to collect.
+    #[arg(long, default_value = "2m")]
+    pub generator_gc_grace_period: String,
     /// Log level (error, warn, info, debug, trace) or a tracing filter.
     #[arg(long, default_value = "info")]
     pub loglevel: String,
     /// Log format.
     #[arg(long, value_enum, default_value = "json")]
     pub log_format: LogFormat,
+}
+
+/// The hook recording `<kind>_reconcile_duration` / `<kind>_status_condition` for a cluster-scoped
+/// kind, removing the series when the object is deleted.
+pub fn observer(metrics: Metrics, kind: Observed) -> Observe {
+    Arc::new(move |name: &str, obs: Observation| match obs {
+        Observation::Reconciled { took, ready } => metrics.observe(kind, name, "", took, ready),
+        Observation::Deleted => metrics.forget_observed(kind, name, ""),
+    })
 }
 
 /// ESO accepts `:8080`; Rust needs a host.
@@ -190,7 +215,19 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
     };
+    if esr_api::duration::parse(&args.generator_gc_grace_period)
+        .ok()
+        .and_then(|d| d.to_std())
+        .is_none()
+    {
+        anyhow::bail!(
+            "invalid --generator-gc-grace-period {:?}",
+            args.generator_gc_grace_period
+        );
+    }
     let metrics = Metrics::new();
+    let ces_observe = observer(metrics.clone(), Observed::ClusterExternalSecret);
+    let cps_observe = observer(metrics.clone(), Observed::ClusterPushSecret);
     let probes = Probes::default();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -270,15 +307,42 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             async move { stopped(rx).await },
         ))
     });
+    let instance = runtime.ctx.config.instance.clone();
     let ctrl = tokio::spawn(runtime.run(shutdown));
-    let ces_ctrl = args.enable_cluster_external_secret_reconciler.then(|| {
+    // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
+    let ns_feed = esr_controller::ces::NamespaceFeed::new();
+    let ces_ctrl = args
+        .enable_cluster_external_secret_reconciler
+        .then(|| ns_feed.subscribe())
+        .flatten()
+        .map(|namespaces| {
+            let rx = stop_rx.clone();
+            tokio::spawn(esr_controller::ces::run(
+                lease_client.clone(),
+                args.concurrent.max(1),
+                Some(ces_observe),
+                namespaces,
+                async move { stopped(rx).await },
+            ))
+        });
+    let cps_ctrl = args
+        .enable_cluster_push_secret_reconciler
+        .then(|| ns_feed.subscribe())
+        .flatten()
+        .map(|namespaces| {
+            let rx = stop_rx.clone();
+            tokio::spawn(esr_controller::clusterpushsecret::run(
+                lease_client.clone(),
+                args.concurrent.max(1),
+                Some(cps_observe),
+                namespaces,
+                instance,
+                async move { stopped(rx).await },
+            ))
+        });
+    let ns_watch = (ces_ctrl.is_some() || cps_ctrl.is_some()).then(|| {
         let rx = stop_rx.clone();
-        tokio::spawn(esr_controller::ces::run(
-            lease_client.clone(),
-            args.concurrent.max(1),
-            None,
-            async move { stopped(rx).await },
-        ))
+        tokio::spawn(ns_feed.run(lease_client.clone(), async move { stopped(rx).await }))
     });
     let lost = async {
         match leader {
@@ -300,6 +364,12 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     let _ = ctrl.await;
     if let Some(h) = ces_ctrl {
+        let _ = h.await;
+    }
+    if let Some(h) = cps_ctrl {
+        let _ = h.await;
+    }
+    if let Some(h) = ns_watch {
         let _ = h.await;
     }
     if let Some(h) = ps_ctrl {
