@@ -15,6 +15,14 @@
 //!
 //! Scenarios that need fault injection call [`Env::supports_faults`] (false on a real cluster)
 //! and skip themselves with a printed `skipped: <reason>` line.
+//!
+//! **esr runs with the install's arguments.** [`Env::start_esr`] starts esr with the arguments of
+//! the esr container of the Deployment in `deploy/manifests/esr.yaml` (parsed once per process,
+//! see [`manifest_args`]); a scenario's own arguments override flags of the same name. Settings
+//! that only make sense inside a cluster are adapted for a local process (see
+//! [`Env::esr_args`]): the listen addresses become free local ports, the leader election
+//! namespace becomes a namespace the harness creates per `Env`, and `--kubeconfig` points at the
+//! environment. `ESR_E2E_MANIFEST_ARGS=0` turns this off (esr gets only the scenario's arguments).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -44,6 +52,129 @@ pub struct Env {
     client: kube::Client,
     namespaces: Mutex<Vec<String>>,
     work: tempfile::TempDir,
+    lease_namespace: Option<String>,
+}
+
+/// Path of the manifests whose Deployment gives esr's arguments.
+pub const MANIFEST_DEPLOYMENT: &str = "deploy/manifests/esr.yaml";
+
+static MANIFEST_ARGS: OnceLock<std::result::Result<Vec<String>, String>> = OnceLock::new();
+
+/// The arguments of the `esr` container of the Deployment in [`MANIFEST_DEPLOYMENT`], without
+/// the leading `controller` subcommand (parsed once per process).
+pub fn manifest_args() -> Result<Vec<String>> {
+    MANIFEST_ARGS
+        .get_or_init(|| read_manifest_args(&repo_root().join(MANIFEST_DEPLOYMENT)))
+        .clone()
+        .map_err(|e| anyhow!(e))
+}
+
+fn read_manifest_args(path: &Path) -> std::result::Result<Vec<String>, String> {
+    let docs = esr_testkit::read_manifests(path).map_err(|e| e.to_string())?;
+    let dep = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .ok_or_else(|| format!("no Deployment in {}", path.display()))?;
+    let containers = dep["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .ok_or_else(|| format!("the Deployment in {} has no containers", path.display()))?;
+    let c = containers
+        .iter()
+        .find(|c| c["name"] == "esr")
+        .or(containers.first())
+        .ok_or_else(|| format!("the Deployment in {} has no containers", path.display()))?;
+    let args: Vec<String> = c["args"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    match args.split_first() {
+        Some((sub, rest)) if sub == "controller" => Ok(rest.to_vec()),
+        _ => Err(format!(
+            "the esr container in {} does not run `controller`: {args:?}",
+            path.display()
+        )),
+    }
+}
+
+/// One command-line flag: its name (`None` for a stray positional token) and its tokens
+/// (`--name=value`, `--name value` or a bare `--name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Flag {
+    name: Option<String>,
+    tokens: Vec<String>,
+}
+
+impl Flag {
+    fn value(&self) -> Option<&str> {
+        match self.tokens.as_slice() {
+            [one] => one.split_once('=').map(|(_, v)| v),
+            [_, v] => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Group tokens into flags. A token that does not start with `-` right after a flag without
+/// `=` is that flag's value (esr's boolean flags require `=`, as Go's flag package).
+fn split_flags<S: AsRef<str>>(args: &[S]) -> Vec<Flag> {
+    let mut out: Vec<Flag> = vec![];
+    for a in args {
+        let a = a.as_ref();
+        if let Some(body) = a.strip_prefix("--").or_else(|| a.strip_prefix('-'))
+            && !body.is_empty()
+        {
+            let name = body.split_once('=').map(|(n, _)| n).unwrap_or(body);
+            out.push(Flag {
+                name: Some(name.to_string()),
+                tokens: vec![a.to_string()],
+            });
+            continue;
+        }
+        match out.last_mut() {
+            Some(f) if f.name.is_some() && f.tokens.len() == 1 && !f.tokens[0].contains('=') => {
+                f.tokens.push(a.to_string());
+            }
+            _ => out.push(Flag {
+                name: None,
+                tokens: vec![a.to_string()],
+            }),
+        }
+    }
+    out
+}
+
+/// Where an effective flag came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Manifest,
+    Scenario,
+}
+
+/// The manifests' flags not overridden by the scenario, then the scenario's flags.
+fn merge_flags<S: AsRef<str>, T: AsRef<str>>(
+    manifest: &[S],
+    scenario: &[T],
+) -> Vec<(Origin, Flag)> {
+    let scen = split_flags(scenario);
+    let mut out: Vec<(Origin, Flag)> = split_flags(manifest)
+        .into_iter()
+        .filter(|f| f.name.is_none() || !scen.iter().any(|s| s.name.is_some() && s.name == f.name))
+        .map(|f| (Origin::Manifest, f))
+        .collect();
+    out.extend(scen.into_iter().map(|f| (Origin::Scenario, f)));
+    out
+}
+
+fn leader_election_enabled(flags: &[(Origin, Flag)]) -> bool {
+    flags
+        .iter()
+        .rev()
+        .find(|(_, f)| f.name.as_deref() == Some("enable-leader-election"))
+        .is_some_and(|(_, f)| !matches!(f.value(), Some(v) if v.eq_ignore_ascii_case("false")))
 }
 
 impl std::fmt::Debug for Env {
@@ -80,15 +211,93 @@ impl Env {
                     (Some(server), path, client)
                 }
             };
-        let env = Env {
+        let mut env = Env {
             server,
             kubeconfig,
             client,
             namespaces: Mutex::new(vec![]),
             work,
+            lease_namespace: None,
         };
         env.apply_crds(&repo_root().join("crds")).await?;
+        // The manifests enable leader election with the Lease in the release namespace
+        // (esr-system). A local esr process takes its Lease in a namespace of this Env instead,
+        // so that parallel environments on one cluster never share a Lease.
+        if uses_manifest_args() {
+            let margs = manifest_args()?;
+            if leader_election_enabled(&merge_flags(&margs, &[] as &[&str])) {
+                env.lease_namespace = Some(env.namespace("esr-lease").await?);
+            }
+        }
         Ok(env)
+    }
+
+    /// The namespace of the leader election Lease of esr processes started with
+    /// [`Env::start_esr`] (when the manifests enable leader election).
+    pub fn lease_namespace(&self) -> Option<&str> {
+        self.lease_namespace.as_deref()
+    }
+
+    /// The `esr controller` arguments [`Env::start_esr`] uses for these scenario arguments:
+    /// `--kubeconfig <env>`, then the manifests' arguments (see [`manifest_args`]) that the
+    /// scenario does not override, adapted for a local process, then the scenario's arguments.
+    ///
+    /// Adapted (in-cluster only) settings:
+    /// - `--metrics-addr` and `--live-addr` (`:8080`, `:8082` in the pod) → `127.0.0.1:<free
+    ///   port>`, so that parallel esr processes never clash;
+    /// - `--leader-election-namespace` (the release namespace, `esr-system`) → the namespace
+    ///   this Env created for the Lease ([`Env::lease_namespace`]);
+    /// - the in-cluster config (ServiceAccount token) → `--kubeconfig` of this Env.
+    ///
+    /// Returns the arguments and the metrics and probes addresses.
+    pub fn esr_args(&self, args: &[&str]) -> Result<(Vec<String>, String, String)> {
+        let manifest = if uses_manifest_args() {
+            manifest_args()?
+        } else {
+            vec![]
+        };
+        let flags = merge_flags(&manifest, args);
+        let metrics = format!("127.0.0.1:{}", free_port()?);
+        let live = format!("127.0.0.1:{}", free_port()?);
+        let mut metrics_addr = metrics.clone();
+        let mut live_addr = live.clone();
+        let mut full: Vec<String> = vec![
+            "controller".into(),
+            "--kubeconfig".into(),
+            self.kubeconfig.to_string_lossy().to_string(),
+        ];
+        let (mut have_metrics, mut have_live) = (false, false);
+        for (origin, f) in &flags {
+            let from_manifest = *origin == Origin::Manifest;
+            match f.name.as_deref() {
+                Some("metrics-addr") if from_manifest => continue,
+                Some("live-addr") if from_manifest => continue,
+                Some("kubeconfig") if from_manifest => continue,
+                Some("leader-election-namespace") if from_manifest => {
+                    if let Some(ns) = &self.lease_namespace {
+                        full.push(format!("--leader-election-namespace={ns}"));
+                    }
+                    continue;
+                }
+                Some("metrics-addr") => {
+                    have_metrics = true;
+                    metrics_addr = f.value().unwrap_or_default().to_string();
+                }
+                Some("live-addr") => {
+                    have_live = true;
+                    live_addr = f.value().unwrap_or_default().to_string();
+                }
+                _ => {}
+            }
+            full.extend(f.tokens.iter().cloned());
+        }
+        if !have_metrics {
+            full.push(format!("--metrics-addr={metrics}"));
+        }
+        if !have_live {
+            full.push(format!("--live-addr={live}"));
+        }
+        Ok((full, metrics_addr, live_addr))
     }
 
     /// A kube client for the environment.
@@ -212,25 +421,14 @@ impl Env {
         Ok(())
     }
 
-    /// Start `esr controller --kubeconfig <path> --metrics-addr 127.0.0.1:<free> --live-addr
-    /// 127.0.0.1:<free> <args>`; stdout and stderr go to a log file.
+    /// Start `esr controller` with the install's arguments (see [`Env::esr_args`]) overridden
+    /// by `args`; stdout and stderr go to a log file.
     pub fn start_esr(&self, args: &[&str]) -> Result<EsrProcess> {
-        let metrics = free_port()?;
-        let live = free_port()?;
-        let kc = self.kubeconfig.to_string_lossy().to_string();
-        let m = format!("127.0.0.1:{metrics}");
-        let l = format!("127.0.0.1:{live}");
-        let mut full: Vec<&str> = vec!["controller", "--kubeconfig", &kc];
-        if !args.iter().any(|a| a.starts_with("--metrics-addr")) {
-            full.extend(["--metrics-addr", &m]);
-        }
-        if !args.iter().any(|a| a.starts_with("--live-addr")) {
-            full.extend(["--live-addr", &l]);
-        }
-        full.extend(args);
-        let mut p = self.start_esr_raw(&full)?;
-        p.metrics_addr = Some(m.clone());
-        p.probes_addr = Some(l.clone());
+        let (full, metrics, live) = self.esr_args(args)?;
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let mut p = self.start_esr_raw(&refs)?;
+        p.metrics_addr = Some(metrics);
+        p.probes_addr = Some(live);
         Ok(p)
     }
 
@@ -255,6 +453,7 @@ impl Env {
         Ok(EsrProcess {
             child,
             log_path,
+            args: args.iter().map(|a| a.to_string()).collect(),
             metrics_addr: None,
             probes_addr: None,
         })
@@ -300,6 +499,8 @@ impl Drop for Env {
 pub struct EsrProcess {
     child: Child,
     log_path: PathBuf,
+    /// The arguments esr was started with.
+    pub args: Vec<String>,
     /// `127.0.0.1:port` of /metrics (controller only).
     pub metrics_addr: Option<String>,
     /// `127.0.0.1:port` of /healthz and /readyz (controller only).
@@ -395,6 +596,10 @@ pub fn skip_without_faults(env: &Env, scenario: &str) -> bool {
     true
 }
 
+fn uses_manifest_args() -> bool {
+    std::env::var("ESR_E2E_MANIFEST_ARGS").as_deref() != Ok("0")
+}
+
 fn random_suffix() -> String {
     use rand::Rng;
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -458,4 +663,86 @@ fn locate_esr() -> std::result::Result<PathBuf, String> {
 /// Read a value at a JSON pointer as a string (helper for scenarios).
 pub fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &[&str] = &[
+        "--concurrent=1",
+        "--metrics-addr=:8080",
+        "--live-addr=:8082",
+        "--enable-leader-election",
+        "--leader-election-namespace=esr-system",
+        "--log-format=json",
+    ];
+
+    fn names(flags: &[(Origin, Flag)]) -> Vec<(Origin, String)> {
+        flags
+            .iter()
+            .map(|(o, f)| (*o, f.tokens.join(" ")))
+            .collect()
+    }
+
+    #[test]
+    fn scenario_flags_override_manifest_flags_of_the_same_name() {
+        let m = merge_flags(
+            MANIFEST,
+            &[
+                "--loglevel",
+                "debug",
+                "--concurrent",
+                "4",
+                "--log-format=text",
+            ],
+        );
+        let got = names(&m);
+        assert_eq!(
+            got,
+            vec![
+                (Origin::Manifest, "--metrics-addr=:8080".to_string()),
+                (Origin::Manifest, "--live-addr=:8082".to_string()),
+                (Origin::Manifest, "--enable-leader-election".to_string()),
+                (
+                    Origin::Manifest,
+                    "--leader-election-namespace=esr-system".to_string()
+                ),
+                (Origin::Scenario, "--loglevel debug".to_string()),
+                (Origin::Scenario, "--concurrent 4".to_string()),
+                (Origin::Scenario, "--log-format=text".to_string()),
+            ]
+        );
+        assert!(leader_election_enabled(&m));
+    }
+
+    #[test]
+    fn leader_election_can_be_switched_off() {
+        let m = merge_flags(MANIFEST, &["--enable-leader-election=false"]);
+        assert!(!leader_election_enabled(&m));
+        assert!(!leader_election_enabled(&merge_flags(
+            &["--concurrent=1"],
+            &[] as &[&str]
+        )));
+        assert!(leader_election_enabled(&merge_flags(
+            &["--enable-leader-election=true"],
+            &[] as &[&str]
+        )));
+    }
+
+    #[test]
+    fn bare_boolean_is_not_given_the_next_flag_as_value() {
+        let f = split_flags(&["--enable-leader-election", "--namespace", "a", "x"]);
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0].value(), None);
+        assert_eq!(f[1].value(), Some("a"));
+        assert_eq!(f[2].name, None);
+    }
+
+    #[test]
+    fn the_manifests_deployment_runs_the_controller() {
+        let args = manifest_args().unwrap();
+        assert!(!args.is_empty());
+        assert!(args.iter().all(|a| a.starts_with("--")), "{args:?}");
+    }
 }

@@ -48,6 +48,36 @@ fn committed_manifests_are_up_to_date() {
             path.display()
         );
     }
+    // `kubectl apply -f deploy/manifests/` reads every .yaml/.yml/.json file: each must hold
+    // Kubernetes objects only (the kustomization is named `Kustomization`).
+    for entry in std::fs::read_dir(repo_root().join("deploy/manifests")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json")) {
+            assert_eq!(name, esr_deploytool::MANIFESTS_KUSTOMIZATION);
+            continue;
+        }
+        assert!(
+            want.contains_key(&name),
+            "{} is not generated",
+            path.display()
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+            if v.is_null() {
+                continue;
+            }
+            assert!(
+                !v["apiVersion"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("kustomize.config.k8s.io"),
+                "{} holds a kustomize file",
+                path.display()
+            );
+        }
+    }
     let crds = chart_crd_templates(&repo_root().join("crds")).unwrap();
     assert_eq!(crds.len(), 10);
     for (name, content) in &crds {
