@@ -5,11 +5,19 @@
 //! ServiceAccounts they reference come from the same files. Stores count as Ready (there is no
 //! store controller offline). Secret values appear only in the printed Secrets; errors name the
 //! ExternalSecret and ESO's error text, and the exit code is 1.
+//!
+//! `dataFrom[].sourceRef.generatorRef` works too: generator objects (`Password`, `Fake`,
+//! `VaultDynamicSecret`, `ClusterGenerator`, in `generators.external-secrets.io/v1alpha1`) come
+//! from the same files. The generator registry reads them, and the Secrets its generators need,
+//! through an in-memory, read-only Kubernetes client over the manifests ([`manifest_client`]);
+//! anything else (e.g. a TokenRequest) fails with an "offline" error. Each run generates anew: a
+//! `VaultDynamicSecret` issues new credentials on every `esr render` (there is no lease state
+//! between runs).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use anyhow::Context as _;
 use esr_api::v1::ExternalSecret;
@@ -86,6 +94,107 @@ fn documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     Ok(out)
 }
 
+/// The manifests' objects by API path (`/api/v1/namespaces/<ns>/secrets/<name>`,
+/// `/apis/<group>/<version>/[namespaces/<ns>/]<plural>/<name>`), served by [`manifest_client`].
+/// Process-wide because the generator registry is installed once per process; each
+/// [`render`] replaces the content.
+fn manifest_objects() -> &'static RwLock<HashMap<String, serde_json::Value>> {
+    static OBJECTS: OnceLock<RwLock<HashMap<String, serde_json::Value>>> = OnceLock::new();
+    OBJECTS.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+const CLUSTER_SCOPED: &[&str] = &[
+    "Namespace",
+    "ClusterGenerator",
+    "ClusterSecretStore",
+    "ClusterExternalSecret",
+    "ClusterPushSecret",
+];
+
+/// The API path of an object (kube's plural: the lower-cased kind + `s`, right for every kind
+/// render reads: secrets, configmaps, serviceaccounts and the generator kinds).
+fn object_path(obj: &serde_json::Value) -> Option<String> {
+    let (api, kind) = kind_of(obj);
+    let name = obj.pointer("/metadata/name").and_then(|n| n.as_str())?;
+    if api.is_empty() || kind.is_empty() || name.is_empty() {
+        return None;
+    }
+    let prefix = if api.contains('/') {
+        format!("/apis/{api}")
+    } else {
+        format!("/api/{api}")
+    };
+    let plural = format!("{}s", kind.to_ascii_lowercase());
+    Some(if CLUSTER_SCOPED.contains(&kind) {
+        format!("{prefix}/{plural}/{name}")
+    } else {
+        let ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(|n| n.as_str())
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default");
+        format!("{prefix}/namespaces/{ns}/{plural}/{name}")
+    })
+}
+
+fn api_response(
+    status: http::StatusCode,
+    body: &serde_json::Value,
+) -> http::Response<kube::client::Body> {
+    let mut r = http::Response::new(kube::client::Body::from(body.to_string().into_bytes()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn api_status(
+    status: http::StatusCode,
+    reason: &str,
+    message: String,
+) -> http::Response<kube::client::Body> {
+    api_response(
+        status,
+        &serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": status.as_u16()
+        }),
+    )
+}
+
+/// Answers one request of the in-memory API: GET of an object from the manifests, else
+/// NotFound; other verbs are refused (render is offline).
+fn manifest_api(method: &http::Method, path: &str) -> http::Response<kube::client::Body> {
+    if method != http::Method::GET {
+        return api_status(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!("esr render is offline: {method} {path} is not available"),
+        );
+    }
+    let objects = manifest_objects()
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match objects.get(path) {
+        Some(o) => api_response(http::StatusCode::OK, o),
+        None => api_status(
+            http::StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{path} not found in the given manifests"),
+        ),
+    }
+}
+
+/// A Kubernetes client answering from the manifests given to `esr render` (GET only).
+pub fn manifest_client() -> kube::Client {
+    let svc = tower::service_fn(|req: http::Request<kube::client::Body>| async move {
+        Ok::<_, std::convert::Infallible>(manifest_api(req.method(), req.uri().path()))
+    });
+    kube::Client::new(svc, "default")
+}
+
 fn kind_of(v: &serde_json::Value) -> (&str, &str) {
     (
         v.get("apiVersion").and_then(|x| x.as_str()).unwrap_or(""),
@@ -133,6 +242,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
         objects.extend(documents(&f)?);
     }
     let kube = Arc::new(StaticKubeAccess::new());
+    let mut served = HashMap::new();
     let mut lookup = StaticStoreLookup::new();
     let mut externals = Vec::new();
     let mut existing: BTreeMap<(String, String), Secret> = BTreeMap::new();
@@ -181,6 +291,9 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
                         .unwrap_or_else(|| "default".into());
                     existing.insert((ns, s.metadata.name.clone().unwrap_or_default()), s);
                 }
+                if let Some(path) = object_path(&obj) {
+                    served.insert(path, obj.clone());
+                }
                 kube.add_objects(std::iter::once(&obj));
             }
         }
@@ -188,6 +301,10 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
     if externals.is_empty() {
         anyhow::bail!("no ExternalSecret found in the given files");
     }
+    *manifest_objects()
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = served;
+    crate::generators::registry(manifest_client()).install();
 
     let templates = EsoTemplates::new();
     let registry = crate::providers::registry();
@@ -354,6 +471,91 @@ mod tests {
                 .owner_references
                 .is_none()
         );
+    }
+
+    #[tokio::test]
+    async fn generator_refs_read_generators_from_the_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("m.yaml"),
+            r#"
+apiVersion: generators.external-secrets.io/v1alpha1
+kind: Fake
+metadata: {name: fake, namespace: ns}
+spec: {data: {api-key: from-fake}}
+---
+apiVersion: generators.external-secrets.io/v1alpha1
+kind: Password
+metadata: {name: pw, namespace: ns}
+spec: {length: 12, digits: 3, symbols: 0, noUpper: false, allowRepeat: true}
+---
+apiVersion: generators.external-secrets.io/v1alpha1
+kind: ClusterGenerator
+metadata: {name: cluster-fake}
+spec: {kind: Fake, generator: {fakeSpec: {data: {cluster-key: from-cluster}}}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: gen, namespace: ns}
+spec:
+  target: {name: gen}
+  dataFrom:
+    - sourceRef: {generatorRef: {apiVersion: generators.external-secrets.io/v1alpha1, kind: Fake, name: fake}}
+    - sourceRef: {generatorRef: {apiVersion: generators.external-secrets.io/v1alpha1, kind: Password, name: pw}}
+    - sourceRef: {generatorRef: {apiVersion: generators.external-secrets.io/v1alpha1, kind: ClusterGenerator, name: cluster-fake}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: missing, namespace: ns}
+spec:
+  target: {name: missing}
+  dataFrom:
+    - sourceRef: {generatorRef: {apiVersion: generators.external-secrets.io/v1alpha1, kind: VaultDynamicSecret, name: nope}}
+"#,
+        )
+        .unwrap();
+        let out = render(&args(vec![dir.path().to_path_buf()])).await.unwrap();
+        let s = secrets(&out.yaml);
+        assert_eq!(s.len(), 1, "{}", out.yaml);
+        assert_eq!(value(&s[0], "api-key"), "from-fake");
+        assert_eq!(value(&s[0], "cluster-key"), "from-cluster");
+        assert_eq!(value(&s[0], "password").len(), 12);
+        // The VaultDynamicSecret kind is registered; its object is not in the manifests.
+        assert!(out.failed);
+        assert_eq!(out.messages.len(), 1, "{:?}", out.messages);
+        let m = &out.messages[0];
+        assert!(m.starts_with("error: ExternalSecret ns/missing:"), "{m}");
+        assert!(
+            m.contains("unable to get generator VaultDynamicSecret/nope"),
+            "{m}"
+        );
+        assert!(m.contains("not found in the given manifests"), "{m}");
+    }
+
+    #[test]
+    fn object_paths_follow_the_kubernetes_api() {
+        let p = |v: serde_json::Value| object_path(&v);
+        assert_eq!(
+            p(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "s", "namespace": "team"}})),
+            Some("/api/v1/namespaces/team/secrets/s".into())
+        );
+        assert_eq!(
+            p(serde_json::json!({"apiVersion": "generators.external-secrets.io/v1alpha1",
+                "kind": "VaultDynamicSecret", "metadata": {"name": "db"}})),
+            Some(
+                "/apis/generators.external-secrets.io/v1alpha1/namespaces/default/vaultdynamicsecrets/db"
+                    .into()
+            )
+        );
+        assert_eq!(
+            p(
+                serde_json::json!({"apiVersion": "generators.external-secrets.io/v1alpha1",
+                "kind": "ClusterGenerator", "metadata": {"name": "g"}})
+            ),
+            Some("/apis/generators.external-secrets.io/v1alpha1/clustergenerators/g".into())
+        );
+        assert_eq!(p(serde_json::json!({"kind": "Secret"})), None);
     }
 
     #[tokio::test]
