@@ -262,69 +262,9 @@ fn value_scope_apply(
 }
 
 /// The YAML step of `KeysAndValues`: `yaml.Unmarshal(out, &map[string]string{})`
-/// (sigs.k8s.io/yaml: YAML → JSON → `encoding/json`).
+/// (sigs.k8s.io/yaml: YAML 1.1 → JSON → `encoding/json`).
 fn yaml_string_map(b: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    let text = String::from_utf8_lossy(b);
-    if text.trim().is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    // like sigs.k8s.io/yaml, only the first document counts
-    let first = serde_yaml_ng::Deserializer::from_str(&text).next();
-    let mut v: serde_yaml_ng::Value = match first {
-        None => serde_yaml_ng::Value::Null,
-        Some(de) => <serde_yaml_ng::Value as serde::Deserialize>::deserialize(de).map_err(|e| {
-            // serde_yaml's message can quote document text: keep only its location
-            match e.location() {
-                Some(l) => format!(
-                    "error converting YAML to JSON: yaml: line {}: invalid YAML",
-                    l.line()
-                ),
-                None => "error converting YAML to JSON: yaml: invalid YAML".to_string(),
-            }
-        })?,
-    };
-    v.apply_merge().map_err(|_| {
-        "error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".to_string()
-    })?;
-    let kind = |v: &serde_yaml_ng::Value| match v {
-        serde_yaml_ng::Value::Bool(_) => "bool",
-        serde_yaml_ng::Value::Number(_) => "number",
-        serde_yaml_ng::Value::Sequence(_) => "array",
-        serde_yaml_ng::Value::Mapping(_) => "object",
-        _ => "string",
-    };
-    let m = match v {
-        serde_yaml_ng::Value::Null => return Ok(BTreeMap::new()),
-        serde_yaml_ng::Value::Mapping(m) => m,
-        other => {
-            return Err(format!(
-                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]string",
-                kind(&other)
-            ));
-        }
-    };
-    let mut out = BTreeMap::new();
-    for (k, v) in m {
-        let key = match k {
-            serde_yaml_ng::Value::String(s) => s,
-            serde_yaml_ng::Value::Bool(b) => b.to_string(),
-            serde_yaml_ng::Value::Number(n) => n.to_string(),
-            serde_yaml_ng::Value::Null => "null".to_string(),
-            _ => return Err("error converting YAML to JSON: yaml: invalid map key".to_string()),
-        };
-        let val = match v {
-            serde_yaml_ng::Value::String(s) => s,
-            serde_yaml_ng::Value::Null => String::new(),
-            other => {
-                return Err(format!(
-                    "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type string",
-                    kind(&other)
-                ));
-            }
-        };
-        out.insert(key, val);
-    }
-    Ok(out)
+    crate::funcs::yaml::string_map(&String::from_utf8_lossy(b))
 }
 
 /// Scope `KeysAndValues`: the whole text is one template whose output is a YAML
@@ -534,6 +474,51 @@ mod tests {
         assert_eq!(m.keys().collect::<Vec<_>>(), vec!["a"]);
         let m = yaml_string_map(b"base: &b {x: \"1\"}\nm:\n  <<: *b\n").map(|m| m.len());
         assert!(m.is_err(), "a nested map is not a string value");
+        let m = yaml_string_map(b"base: &b {x: \"1\"}\n<<: *b\ny: z\n");
+        assert!(m.is_err(), "base is a map");
+        let m = yaml_string_map(b"<<: {x: \"1\"}\ny: z\n").unwrap_or_default();
+        assert_eq!(
+            m.get("x").map(String::as_str),
+            Some("1"),
+            "merge keys apply"
+        );
+        // YAML 1.1 typing, as sigs.k8s.io/yaml: these are booleans and numbers, not strings.
+        for (doc, kind) in [
+            ("a: yes", "bool"),
+            ("a: on", "bool"),
+            ("a: y", "bool"),
+            ("a: 0777", "number"),
+            ("a: 1_000", "number"),
+            ("a: 0o17", "number"),
+            ("a: [x]", "array"),
+        ] {
+            assert_eq!(
+                yaml_string_map(doc.as_bytes()),
+                Err(format!(
+                    "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type string"
+                )),
+                "{doc}"
+            );
+        }
+        // Quoted, they are strings, and so are scalars that are no number.
+        let m = yaml_string_map(b"a: \"yes\"\nb: 1.2.3\nyes: k\n").unwrap();
+        assert_eq!(m.get("a").map(String::as_str), Some("yes"));
+        assert_eq!(m.get("b").map(String::as_str), Some("1.2.3"));
+        assert_eq!(
+            m.get("true").map(String::as_str),
+            Some("k"),
+            "a yes key becomes true"
+        );
+        // A parse error names the line, never the text.
+        let e = yaml_string_map(b"ok: v\nsecret-value: [unclosed\n").unwrap_err();
+        assert!(
+            e.starts_with("error converting YAML to JSON: yaml: line "),
+            "{e}"
+        );
+        assert!(
+            !e.contains("unclosed") && !e.contains("secret-value"),
+            "{e}"
+        );
     }
 
     #[test]

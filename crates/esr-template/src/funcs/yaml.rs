@@ -269,6 +269,10 @@ impl MarkedEventReceiver for Builder {
 }
 
 fn parse_first_doc(s: &str) -> Result<Y, String> {
+    parse_first_doc_scan(s).map_err(|e| format!("error converting YAML to JSON: yaml: {e}"))
+}
+
+fn parse_first_doc_scan(s: &str) -> Result<Y, yaml_rust2::ScanError> {
     let mut b = Builder {
         stack: Vec::new(),
         anchors: BTreeMap::new(),
@@ -276,9 +280,56 @@ fn parse_first_doc(s: &str) -> Result<Y, String> {
         docs: 0,
     };
     let mut p = Parser::new_from_str(s);
-    p.load(&mut b, false)
-        .map_err(|e| format!("error converting YAML to JSON: yaml: {e}"))?;
+    p.load(&mut b, false)?;
     Ok(b.root.unwrap_or(Y::Null))
+}
+
+/// `yaml.Unmarshal(text, &map[string]string{})` with sigs.k8s.io/yaml (YAML 1.1 typing, then
+/// `encoding/json`): the YAML step of ESO's `templateAs: KeysAndValues`. Unquoted `yes`, `on`,
+/// `0777` or `1.5` are booleans or numbers there, so they fail as Go does. Parse errors name
+/// only the line, never the text (which may hold secret values).
+pub fn string_map(text: &str) -> Result<BTreeMap<String, String>, String> {
+    if text.trim().is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let y = parse_first_doc_scan(text).map_err(|e| {
+        format!(
+            "error converting YAML to JSON: yaml: line {}: invalid YAML",
+            e.marker().line()
+        )
+    })?;
+    let kind = |v: &Value| match v {
+        Value::Bool(_) => "bool",
+        Value::List(_) => "array",
+        Value::Map(_) => "object",
+        Value::String(_) | Value::Nil => "string",
+        _ => "number",
+    };
+    let m = match to_value(&y)? {
+        Value::Nil => return Ok(BTreeMap::new()),
+        Value::Map(m) => m,
+        other => {
+            return Err(format!(
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]string",
+                kind(&other)
+            ));
+        }
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in m.entries() {
+        let val = match &v {
+            Value::String(s) => s.clone(),
+            Value::Nil => String::new(),
+            other => {
+                return Err(format!(
+                    "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type string",
+                    kind(other)
+                ));
+            }
+        };
+        out.insert(k, val);
+    }
+    Ok(out)
 }
 
 fn key_string(k: &Y) -> Result<String, String> {
