@@ -5,21 +5,41 @@
 //! template annotation `esr.external-secrets.io/secret-hash-<secret>: <data-hash>` whenever esr
 //! writes that Secret with a new data hash. Kubernetes then rolls the workload. Opt-in only:
 //! workloads without the annotation are never patched, and an unchanged hash is never re-written.
+//!
+//! Workloads are found in memory: [`WorkloadCache`] keeps one metadata-only watch
+//! ([`kube::runtime::watcher`] on `Api<PartialObjectMeta<K>>` + reflector) per kind, started once per process (by
+//! [`start_shared`], or on the first Secret write), holding only each workload's name, namespace
+//! and reload annotation. A Secret write therefore makes no LIST call; only opted-in workloads of
+//! the Secret's namespace are read (GET) and, when their recorded hash differs, patched.
 
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::sync::OnceLock;
+use std::time::Duration;
 
+use futures::StreamExt;
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
 use sha3::{Digest, Sha3_224};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// The opt-in annotation on a workload.
 pub const RELOAD_ANNOTATION: &str = "esr.external-secrets.io/reload";
 /// Prefix of the pod template annotation carrying a Secret's data hash.
 pub const HASH_ANNOTATION_PREFIX: &str = "esr.external-secrets.io/secret-hash-";
+
+/// How long a Secret write waits for a workload cache's first list (only right after start, or
+/// when the kind is not served / not allowed, in which case that kind is skipped).
+const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// Secret names a pod spec references (volumes, projected volumes, env, envFrom; containers and
 /// init containers).
@@ -123,69 +143,267 @@ pub fn patch_for(
     }))
 }
 
-macro_rules! roll_kind {
-    ($fn_name:ident, $kind:ty, $label:literal) => {
-        async fn $fn_name(
-            client: &Client,
-            ns: &str,
-            secret: &str,
-            data_hash: &str,
-        ) -> Result<usize, kube::Error> {
-            let api: Api<$kind> = Api::namespaced(client.clone(), ns);
-            let list = match api.list_metadata(&ListParams::default()).await {
-                Ok(l) => l,
-                Err(e) if ignorable(&e) => return Ok(0),
-                Err(e) => return Err(e),
-            };
-            let mut n = 0;
-            for item in list.items {
-                let opted = item
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(RELOAD_ANNOTATION));
-                let Some(name) = item.metadata.name.clone().filter(|_| opted) else {
-                    continue;
-                };
-                let obj = api.get(&name).await?;
-                let Some(spec) = &obj.spec else { continue };
-                if let Some(patch) = patch_for(&obj.metadata, &spec.template, secret, data_hash) {
-                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await?;
-                    info!(kind = $label, namespace = ns, name = %name, secret, "rolled out after secret rotation");
-                    n += 1;
-                }
-            }
-            Ok(n)
-        }
+/// Reduce a workload's metadata to what the cache needs: name, namespace, resourceVersion and
+/// the reload annotation (no managedFields, labels or other annotations such as
+/// `kubectl.kubernetes.io/last-applied-configuration`).
+fn slim<K>(o: &mut PartialObjectMeta<K>) {
+    let reload = o
+        .metadata
+        .annotations
+        .as_mut()
+        .and_then(|a| a.remove(RELOAD_ANNOTATION));
+    o.metadata = ObjectMeta {
+        name: o.metadata.name.take(),
+        namespace: o.metadata.namespace.take(),
+        resource_version: o.metadata.resource_version.take(),
+        annotations: reload.map(|r| BTreeMap::from([(RELOAD_ANNOTATION.to_string(), r)])),
+        ..Default::default()
     };
 }
 
-fn ignorable(e: &kube::Error) -> bool {
-    // The kind is not served (404) or esr may not list it (403): nothing to roll.
-    matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 403)
+/// Could the workload (by its reload annotation alone) want a reload of `secret`? `"true"` needs
+/// the pod template to decide; an explicit list is decided here.
+fn may_want(meta: &ObjectMeta, secret: &str) -> bool {
+    let Some(value) = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RELOAD_ANNOTATION))
+    else {
+        return false;
+    };
+    let value = value.trim();
+    value.eq_ignore_ascii_case("true") || value.split(',').map(str::trim).any(|n| n == secret)
 }
 
-roll_kind!(roll_deployments, Deployment, "Deployment");
-roll_kind!(roll_statefulsets, StatefulSet, "StatefulSet");
-roll_kind!(roll_daemonsets, DaemonSet, "DaemonSet");
+fn start_kind<K>(
+    client: &Client,
+    namespace: Option<&str>,
+    label: &'static str,
+) -> Store<PartialObjectMeta<K>>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    // An Api of PartialObjectMeta makes metadata-only list/watch requests (kube's replacement
+    // for the deprecated `metadata_watcher`).
+    let api: Api<PartialObjectMeta<K>> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let (reader, writer) = reflector::store::<PartialObjectMeta<K>>();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(slim)
+        .reflect(writer);
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        let mut failing = false;
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(_) if failing => {
+                    info!(kind = label, "rollout workload watch recovered");
+                    failing = false;
+                }
+                Ok(_) => {}
+                // The kind may be unserved (404) or not allowed (403): warn once, then retry with
+                // back-off quietly.
+                Err(e) if !failing => {
+                    warn!(kind = label, error = %e, "rollout workload watch failed; workloads of this kind are not rolled until it recovers");
+                    failing = true;
+                }
+                Err(e) => debug!(kind = label, error = %e, "rollout workload watch still failing"),
+            }
+        }
+    });
+    reader
+}
 
-/// Called after esr wrote `secret` in `ns` with this data hash: patches the pod template of every
-/// opted-in workload whose recorded hash differs. Returns how many workloads were patched.
-/// Errors are logged, never fail the ExternalSecret.
-pub async fn on_secret_changed(client: &Client, ns: &str, secret: &str, data_hash: &str) -> usize {
-    let mut total = 0;
-    for r in [
-        roll_deployments(client, ns, secret, data_hash).await,
-        roll_statefulsets(client, ns, secret, data_hash).await,
-        roll_daemonsets(client, ns, secret, data_hash).await,
-    ] {
-        match r {
-            Ok(n) => total += n,
-            Err(e) => warn!(namespace = ns, secret, error = %e, "rollout on rotation failed"),
+/// In-memory index of the workloads that can opt in to rollout on rotation: one metadata-only
+/// watch per kind (Deployment, StatefulSet, DaemonSet), cluster-wide or in one namespace.
+#[derive(Clone)]
+pub struct WorkloadCache {
+    client: Client,
+    deployments: Store<PartialObjectMeta<Deployment>>,
+    statefulsets: Store<PartialObjectMeta<StatefulSet>>,
+    daemonsets: Store<PartialObjectMeta<DaemonSet>>,
+}
+
+impl Debug for WorkloadCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkloadCache")
+            .field("deployments", &self.deployments.len())
+            .field("statefulsets", &self.statefulsets.len())
+            .field("daemonsets", &self.daemonsets.len())
+            .finish()
+    }
+}
+
+impl WorkloadCache {
+    /// Start the three watches (tasks on the current tokio runtime). `namespace`: watch only this
+    /// namespace (esr's `--namespace`), else the whole cluster.
+    pub fn start(client: Client, namespace: Option<&str>) -> Self {
+        WorkloadCache {
+            deployments: start_kind::<Deployment>(&client, namespace, "Deployment"),
+            statefulsets: start_kind::<StatefulSet>(&client, namespace, "StatefulSet"),
+            daemonsets: start_kind::<DaemonSet>(&client, namespace, "DaemonSet"),
+            client,
         }
     }
-    total
+
+    /// Wait (bounded) until every kind was listed once; true when all are ready.
+    pub async fn wait_ready(&self, timeout: Duration) -> bool {
+        let all = async {
+            let (a, b, c) = tokio::join!(
+                self.deployments.wait_until_ready(),
+                self.statefulsets.wait_until_ready(),
+                self.daemonsets.wait_until_ready()
+            );
+            a.is_ok() && b.is_ok() && c.is_ok()
+        };
+        tokio::time::timeout(timeout, all).await.unwrap_or(false)
+    }
+
+    /// Names of the workloads of `ns` whose reload annotation may select `secret`, per kind
+    /// (Deployment, StatefulSet, DaemonSet).
+    pub fn candidates(&self, ns: &str, secret: &str) -> [Vec<String>; 3] {
+        fn pick<K: kube::Resource<DynamicType = ()> + Clone>(
+            s: &Store<PartialObjectMeta<K>>,
+            ns: &str,
+            secret: &str,
+        ) -> Vec<String> {
+            let mut v: Vec<String> = s
+                .state_filter(|o| {
+                    o.metadata.namespace.as_deref() == Some(ns) && may_want(&o.metadata, secret)
+                })
+                .iter()
+                .filter_map(|o| o.metadata.name.clone())
+                .collect();
+            v.sort();
+            v
+        }
+        [
+            pick(&self.deployments, ns, secret),
+            pick(&self.statefulsets, ns, secret),
+            pick(&self.daemonsets, ns, secret),
+        ]
+    }
+
+    /// Patch the pod template of every opted-in workload of `ns` using `secret` whose recorded
+    /// hash differs from `data_hash`. Returns how many were patched. Errors are logged.
+    pub async fn on_secret_changed(&self, ns: &str, secret: &str, data_hash: &str) -> usize {
+        let ready = self.wait_ready(READY_WAIT).await;
+        if !ready {
+            debug!(
+                namespace = ns,
+                secret,
+                "rollout: some workload kinds are not listed (yet); rolling the listed ones"
+            );
+        }
+        let [deps, stss, dss] = self.candidates(ns, secret);
+        let mut total = 0;
+        total += roll::<Deployment>(
+            &self.client,
+            ns,
+            &deps,
+            secret,
+            data_hash,
+            "Deployment",
+            |d| d.spec.as_ref().map(|s| &s.template),
+        )
+        .await;
+        total += roll::<StatefulSet>(
+            &self.client,
+            ns,
+            &stss,
+            secret,
+            data_hash,
+            "StatefulSet",
+            |d| d.spec.as_ref().map(|s| &s.template),
+        )
+        .await;
+        total += roll::<DaemonSet>(
+            &self.client,
+            ns,
+            &dss,
+            secret,
+            data_hash,
+            "DaemonSet",
+            |d| d.spec.as_ref().map(|s| &s.template),
+        )
+        .await;
+        total
+    }
+}
+
+async fn roll<K>(
+    client: &Client,
+    ns: &str,
+    names: &[String],
+    secret: &str,
+    data_hash: &str,
+    label: &'static str,
+    template: impl Fn(&K) -> Option<&PodTemplateSpec>,
+) -> usize
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let mut n = 0;
+    for name in names {
+        let obj = match api.get_opt(name).await {
+            Ok(Some(o)) => o,
+            Ok(None) => continue,
+            Err(e) => {
+                warn!(kind = label, namespace = ns, name = %name, secret, error = %e, "rollout on rotation failed");
+                continue;
+            }
+        };
+        let Some(t) = template(&obj) else { continue };
+        let Some(patch) = patch_for(obj.meta(), t, secret, data_hash) else {
+            continue;
+        };
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                info!(kind = label, namespace = ns, name = %name, secret, "rolled out after secret rotation");
+                n += 1;
+            }
+            Err(e) => {
+                warn!(kind = label, namespace = ns, name = %name, secret, error = %e, "rollout on rotation failed")
+            }
+        }
+    }
+    n
+}
+
+static SHARED: OnceLock<WorkloadCache> = OnceLock::new();
+
+/// Start the process-wide [`WorkloadCache`] (idempotent: the first call wins). Call it once at
+/// startup with esr's `--namespace` scope (`None` = cluster-wide) when rollout on rotation is
+/// enabled; otherwise [`on_secret_changed`] starts a cluster-wide one on the first Secret write.
+pub fn start_shared(client: &Client, namespace: Option<&str>) -> &'static WorkloadCache {
+    SHARED.get_or_init(|| WorkloadCache::start(client.clone(), namespace))
+}
+
+/// Called after esr wrote `secret` in `ns` with this data hash: patches the pod template of every
+/// opted-in workload whose recorded hash differs, using the process-wide [`WorkloadCache`]
+/// (started here on first use unless [`start_shared`] was called). Returns how many workloads
+/// were patched. Errors are logged, never fail the ExternalSecret.
+pub async fn on_secret_changed(client: &Client, ns: &str, secret: &str, data_hash: &str) -> usize {
+    start_shared(client, None)
+        .on_secret_changed(ns, secret, data_hash)
+        .await
 }
 
 #[cfg(test)]
@@ -271,5 +489,47 @@ mod tests {
             hash_annotation_key("db"),
             "esr.external-secrets.io/secret-hash-db"
         );
+    }
+
+    #[test]
+    fn cache_keeps_only_name_namespace_and_reload_annotation() {
+        let mut o: PartialObjectMeta<Deployment> = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "a", "resourceVersion": "7",
+                "labels": {"x": "y"},
+                "annotations": {RELOAD_ANNOTATION: "db", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                "managedFields": [{"manager": "kubectl", "operation": "Update"}]}
+        }))
+        .unwrap();
+        slim(&mut o);
+        assert_eq!(o.metadata.name.as_deref(), Some("web"));
+        assert_eq!(o.metadata.namespace.as_deref(), Some("a"));
+        assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(
+            o.metadata.annotations,
+            Some(BTreeMap::from([(
+                RELOAD_ANNOTATION.to_string(),
+                "db".to_string()
+            )]))
+        );
+        assert!(o.metadata.labels.is_none());
+        assert!(o.metadata.managed_fields.is_none());
+        let mut bare: PartialObjectMeta<Deployment> = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "b", "namespace": "a", "annotations": {"other": "1"}}
+        }))
+        .unwrap();
+        slim(&mut bare);
+        assert!(bare.metadata.annotations.is_none());
+    }
+
+    #[test]
+    fn candidates_by_annotation_alone() {
+        assert!(may_want(&meta(Some("true")), "any"));
+        assert!(may_want(&meta(Some(" TRUE ")), "any"));
+        assert!(may_want(&meta(Some("a, db")), "db"));
+        assert!(!may_want(&meta(Some("a,b")), "db"));
+        assert!(!may_want(&meta(Some("false")), "db"));
+        assert!(!may_want(&meta(None), "db"));
     }
 }
