@@ -462,6 +462,12 @@ async fn cluster_external_secret_metrics_are_served_and_removed() {
         )
     })
     .await;
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("clusterexternalsecret_"))
+    {
+        println!("metrics: {line}");
+    }
     assert!(
         text.contains(
             "clusterexternalsecret_status_condition{name=\"wild\",namespace=\"\",condition=\"Ready\",status=\"False\"} 0"
