@@ -467,7 +467,6 @@ mod tests {
         assert_eq!(m.get("a").map(String::as_str), Some("x"));
         assert_eq!(m.get("b").map(String::as_str), Some("1"));
         assert_eq!(m.get("c").map(String::as_str), Some(""));
-        assert!(yaml_string_map(b"a: 1").is_err());
         assert!(yaml_string_map(b"- a").is_err());
         assert_eq!(yaml_string_map(b"  \n").unwrap_or_default().len(), 0);
         let m = yaml_string_map(b"a: x\n---\nb: y\n").unwrap_or_default();
@@ -482,33 +481,43 @@ mod tests {
             Some("1"),
             "merge keys apply"
         );
-        // YAML 1.1 typing, as sigs.k8s.io/yaml: these are booleans and numbers, not strings.
-        for (doc, kind) in [
-            ("a: yes", "bool"),
-            ("a: on", "bool"),
-            ("a: y", "bool"),
-            ("a: 0777", "number"),
-            ("a: 1_000", "number"),
-            ("a: 0o17", "number"),
-            ("a: [x]", "array"),
+        // YAML 1.1 typing, then sigs.k8s.io/yaml's coercion to the string target.
+        let m = yaml_string_map(
+            b"a: yes\nb: on\nc: 0777\nd: 1_000\ne: 1.5\nf: 3.14159265358979\ng: 0o17\nh: \"yes\"\ni: 1.2.3\nyes: k\nj: ~\n",
+        )
+        .unwrap();
+        let want = [
+            ("a", "true"),
+            ("b", "true"),
+            ("c", "511"),
+            ("d", "1000"),
+            ("e", "1.5"),
+            ("f", "3.1415927"),
+            ("g", "15"),
+            ("h", "yes"),
+            ("i", "1.2.3"),
+            ("true", "k"),
+            ("j", ""),
+        ];
+        for (k, v) in want {
+            assert_eq!(m.get(k).map(String::as_str), Some(v), "{k}");
+        }
+        assert_eq!(m.len(), want.len());
+        for (doc, kind, target) in [
+            ("a: [x]", "array", "string"),
+            ("a: {b: c}", "object", "string"),
+            ("just text", "string", "map[string]string"),
+            ("true", "bool", "map[string]string"),
+            ("- a", "array", "map[string]string"),
         ] {
             assert_eq!(
                 yaml_string_map(doc.as_bytes()),
                 Err(format!(
-                    "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type string"
+                    "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type {target}"
                 )),
                 "{doc}"
             );
         }
-        // Quoted, they are strings, and so are scalars that are no number.
-        let m = yaml_string_map(b"a: \"yes\"\nb: 1.2.3\nyes: k\n").unwrap();
-        assert_eq!(m.get("a").map(String::as_str), Some("yes"));
-        assert_eq!(m.get("b").map(String::as_str), Some("1.2.3"));
-        assert_eq!(
-            m.get("true").map(String::as_str),
-            Some("k"),
-            "a yes key becomes true"
-        );
         // A parse error names the line, never the text.
         let e = yaml_string_map(b"ok: v\nsecret-value: [unclosed\n").unwrap_err();
         assert!(

@@ -239,7 +239,12 @@ fn errors_never_contain_secret_values() {
 
 #[test]
 fn keys_and_values_yaml_errors() {
+    // Numbers and booleans become strings (sigs.k8s.io/yaml coerces them for a string target)...
     let t = tpl("templateFrom:\n- literal: 'port: 5432'\n");
+    let out = render(Some(&t), &data(&[]), &TemplateSources::default()).unwrap();
+    assert_eq!(out.data.get("port").map(Vec::as_slice), Some(&b"5432"[..]));
+    // ...but a list is no string.
+    let t = tpl("templateFrom:\n- literal: 'hosts: [a, b]'\n");
     let err = render(Some(&t), &data(&[]), &TemplateSources::default()).unwrap_err();
     assert!(
         err.to_string()

@@ -284,10 +284,12 @@ fn parse_first_doc_scan(s: &str) -> Result<Y, yaml_rust2::ScanError> {
     Ok(b.root.unwrap_or(Y::Null))
 }
 
-/// `yaml.Unmarshal(text, &map[string]string{})` with sigs.k8s.io/yaml (YAML 1.1 typing, then
-/// `encoding/json`): the YAML step of ESO's `templateAs: KeysAndValues`. Unquoted `yes`, `on`,
-/// `0777` or `1.5` are booleans or numbers there, so they fail as Go does. Parse errors name
-/// only the line, never the text (which may hold secret values).
+/// `yaml.Unmarshal(text, &map[string]string{})` with sigs.k8s.io/yaml: the YAML step of ESO's
+/// `templateAs: KeysAndValues`. go-yaml v2 types the scalars (YAML 1.1: `yes` and `on` are
+/// booleans, `0777` is octal); sigs.k8s.io/yaml then turns numbers and booleans into strings
+/// because the target is a string (`yes` → `true`, `0777` → `511`, floats with 32-bit `%g`);
+/// lists and maps as values fail. Parse errors name only the line, never the text (which may
+/// hold secret values).
 pub fn string_map(text: &str) -> Result<BTreeMap<String, String>, String> {
     if text.trim().is_empty() {
         return Ok(BTreeMap::new());
@@ -298,38 +300,66 @@ pub fn string_map(text: &str) -> Result<BTreeMap<String, String>, String> {
             e.marker().line()
         )
     })?;
-    let kind = |v: &Value| match v {
-        Value::Bool(_) => "bool",
-        Value::List(_) => "array",
-        Value::Map(_) => "object",
-        Value::String(_) | Value::Nil => "string",
-        _ => "number",
+    let cannot = |kind: &str, target: &str| {
+        format!(
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type {target}"
+        )
     };
-    let m = match to_value(&y)? {
-        Value::Nil => return Ok(BTreeMap::new()),
-        Value::Map(m) => m,
-        other => {
-            return Err(format!(
-                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]string",
-                kind(&other)
-            ));
-        }
+    let entries = match y {
+        Y::Null => return Ok(BTreeMap::new()),
+        Y::Map(entries) => entries,
+        Y::Seq(_) => return Err(cannot("array", "map[string]string")),
+        Y::Bool(_) => return Err(cannot("bool", "map[string]string")),
+        Y::Str(_) | Y::Merge => return Err(cannot("string", "map[string]string")),
+        Y::Int(_) | Y::Uint(_) | Y::Float(_) => return Err(cannot("number", "map[string]string")),
     };
+    let mut flat = BTreeMap::new();
+    flatten_entries(&entries, &mut flat)?;
     let mut out = BTreeMap::new();
-    for (k, v) in m.entries() {
-        let val = match &v {
-            Value::String(s) => s.clone(),
-            Value::Nil => String::new(),
-            other => {
-                return Err(format!(
-                    "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type string",
-                    kind(other)
-                ));
-            }
+    for (k, v) in flat {
+        let s = match v {
+            Y::Str(s) => s,
+            Y::Null => String::new(),
+            Y::Bool(b) => b.to_string(),
+            Y::Int(i) => i.to_string(),
+            Y::Uint(u) => u.to_string(),
+            Y::Float(f) => format_float(f, 'g', -1, 32),
+            Y::Merge => "<<".to_string(),
+            Y::Seq(_) => return Err(cannot("array", "string")),
+            Y::Map(_) => return Err(cannot("object", "string")),
         };
-        out.insert(k, val);
+        out.insert(k, s);
     }
     Ok(out)
+}
+
+/// A mapping's entries with merge keys applied (go-yaml v2 order: later entries win, and of
+/// several merged maps the earlier wins).
+fn flatten_entries(entries: &[(Y, Y)], out: &mut BTreeMap<String, Y>) -> Result<(), String> {
+    for (k, v) in entries {
+        if *k == Y::Merge {
+            flatten_merge(v, out)?;
+            continue;
+        }
+        out.insert(key_string(k)?, v.clone());
+    }
+    Ok(())
+}
+
+fn flatten_merge(v: &Y, out: &mut BTreeMap<String, Y>) -> Result<(), String> {
+    match v {
+        Y::Map(entries) => flatten_entries(entries, out),
+        Y::Seq(items) => {
+            for item in items.iter().rev() {
+                if !matches!(item, Y::Map(_)) {
+                    return Err("error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into());
+                }
+                flatten_merge(item, out)?;
+            }
+            Ok(())
+        }
+        _ => Err("error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into()),
+    }
 }
 
 fn key_string(k: &Y) -> Result<String, String> {
