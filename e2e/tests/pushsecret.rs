@@ -239,3 +239,448 @@ async fn if_not_exists_never_overwrites_or_deletes_foreign_secrets() {
     wait_remote_gone(&env, &dst, "fresh").await;
     wait_remote(&env, &dst, "foreign", &[("crt", "THEIRS")]).await;
 }
+
+async fn http_get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).await.unwrap();
+    resp
+}
+
+fn password_api(env: &Env, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("generators.external-secrets.io", "v1alpha1", "Password");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "passwords");
+    Api::namespaced_with(env.client(), ns, &ar)
+}
+
+fn synced_keys(ps: &Value, store: &str) -> Vec<String> {
+    let mut k: Vec<String> = ps["status"]["syncedPushSecrets"][store]
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    k.sort();
+    k
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const STORE_FINALIZER: &str = "secretstore.externalsecrets.io/finalizer";
+
+/// A fake SecretStore with labels (its pushed values can be read back with an ExternalSecret).
+fn labeled_fake_ss(name: &str, labels: Value) -> Value {
+    let mut s = fake_ss(name, json!([]));
+    s["metadata"]["labels"] = labels;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_selected_sources_transform_and_generator_with_fake_provider() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    let ns = env.namespace("push-fake").await.unwrap();
+    apply(
+        &env,
+        &ns,
+        labeled_fake_ss("fake-a", json!({"tier": "push"})),
+    )
+    .await;
+    apply(
+        &env,
+        &ns,
+        labeled_fake_ss("fake-b", json!({"tier": "other"})),
+    )
+    .await;
+    for (name, labels, data) in [
+        ("a", json!({"push": "yes"}), json!({"db.user": "alice"})),
+        ("b", json!({"push": "yes"}), json!({"db.pass": "s3cret"})),
+        ("c", json!({"unrelated": "label"}), json!({"other": "x"})),
+    ] {
+        apply(
+            &env,
+            &ns,
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": name, "labels": labels}, "stringData": data}),
+        )
+        .await;
+    }
+    // Every Secret labelled push=yes, to every SecretStore labelled tier=push, one remote key per
+    // source key, renamed by a transform template.
+    apply_ps(
+        &env,
+        &ns,
+        "sel",
+        json!({"refreshInterval": "1s", "deletionPolicy": "Delete",
+               "secretStoreRefs": [{"labelSelector": {"matchLabels": {"tier": "push"}}}],
+               "selector": {"secret": {"selector": {"matchLabels": {"push": "yes"}}}},
+               "dataTo": [{"storeRef": {"labelSelector": {"matchLabels": {"tier": "push"}}},
+                           "rewrite": [{"transform": {"template": "pushed-{{ .value | replace \".\" \"-\" }}"}}]}]}),
+    )
+    .await;
+    let ps = wait_ps(&env, &ns, "sel", "True", "Synced").await;
+    assert_eq!(
+        synced_keys(&ps, "SecretStore/fake-a"),
+        vec!["pushed-db-pass", "pushed-db-user"]
+    );
+    assert!(
+        ps["status"]["syncedPushSecrets"]
+            .get("SecretStore/fake-b")
+            .is_none(),
+        "{ps}"
+    );
+    assert_eq!(
+        ps["status"]["syncedPushSecrets"]["SecretStore/fake-a"]["pushed-db-user"]["match"],
+        json!({"secretKey": "db.user", "remoteRef": {"remoteKey": "pushed-db-user"}})
+    );
+    // Read the pushed values back through the same fake store.
+    apply(
+        &env,
+        &ns,
+        es(
+            "readback",
+            json!({"refreshInterval": "1s",
+                   "secretStoreRef": {"name": "fake-a", "kind": "SecretStore"},
+                   "target": {"name": "readback"},
+                   "dataFrom": [{"find": {"name": {"regexp": "^pushed-"}}}]}),
+        ),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "readback",
+        &[("pushed-db-user", "alice"), ("pushed-db-pass", "s3cret")],
+    )
+    .await;
+
+    // A Secret that starts matching the selector is pushed on the next refresh.
+    merge_patch(
+        &env,
+        "Secret",
+        &ns,
+        "c",
+        json!({"metadata": {"labels": {"push": "yes"}}}),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "readback",
+        &[
+            ("pushed-db-user", "alice"),
+            ("pushed-db-pass", "s3cret"),
+            ("pushed-other", "x"),
+        ],
+    )
+    .await;
+    // One that stops matching is deleted from the store (deletionPolicy: Delete).
+    merge_patch(
+        &env,
+        "Secret",
+        &ns,
+        "a",
+        json!({"metadata": {"labels": {"push": "no"}}}),
+    )
+    .await;
+    wait_secret_data(
+        &env,
+        &ns,
+        "readback",
+        &[("pushed-db-pass", "s3cret"), ("pushed-other", "x")],
+    )
+    .await;
+
+    // generatorRef: a Password generator's output is pushed as if it were a Secret's data.
+    password_api(&env, &ns)
+        .patch(
+            "pw",
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&json!({
+                "apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "Password",
+                "metadata": {"name": "pw"},
+                "spec": {"length": 20, "digits": 5, "symbols": 0, "noUpper": true}})),
+        )
+        .await
+        .unwrap();
+    apply_ps(
+        &env,
+        &ns,
+        "gen",
+        json!({"refreshInterval": "1h",
+               "secretStoreRefs": [{"name": "fake-b"}],
+               "selector": {"generatorRef": {"apiVersion": "generators.external-secrets.io/v1alpha1",
+                                             "kind": "Password", "name": "pw"}},
+               "data": [{"match": {"secretKey": "password", "remoteRef": {"remoteKey": "generated"}}}]}),
+    )
+    .await;
+    let ps = wait_ps(&env, &ns, "gen", "True", "Synced").await;
+    assert_eq!(synced_keys(&ps, "SecretStore/fake-b"), vec!["generated"]);
+    apply(
+        &env,
+        &ns,
+        es(
+            "genread",
+            json!({"refreshInterval": "1s",
+                   "secretStoreRef": {"name": "fake-b", "kind": "SecretStore"},
+                   "target": {"name": "genread"},
+                   "data": [{"secretKey": "pw", "remoteRef": {"key": "generated"}}]}),
+        ),
+    )
+    .await;
+    let s = wait_for("generated password read back", TIMEOUT, || async {
+        secret(&env, &ns, "genread").await
+    })
+    .await
+    .unwrap();
+    let pw = decoded(&s)["pw"].clone();
+    assert_eq!(pw.chars().count(), 20, "length");
+    assert_eq!(pw.chars().filter(char::is_ascii_digit).count(), 5, "digits");
+    assert!(
+        pw.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+        "noUpper and no symbols"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_store_label_selector_and_metrics_with_kubernetes_provider() {
+    let env = Env::start().await.unwrap();
+    let esr = env.start_esr(&[]).unwrap();
+    let (ns, dst) = setup(&env).await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "external-secrets.io/v1", "kind": "SecretStore",
+               "metadata": {"name": "k8s-labeled", "labels": {"push": "yes"}},
+               "spec": {"provider": {"kubernetes": {"remoteNamespace": dst,
+                        "auth": {"serviceAccount": {"name": "pusher"}}}}}}),
+    )
+    .await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tpl"},
+               "data": {"info": "subject={{ .crt | lower }}"}}),
+    )
+    .await;
+    apply_ps(
+        &env,
+        &ns,
+        "tpl",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"labelSelector": {"matchLabels": {"push": "yes"}}, "kind": "SecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "template": {"data": {"pem": "{{ .crt }}\n{{ .key }}"},
+                            "templateFrom": [{"configMap": {"name": "tpl", "items": [{"key": "info"}]}}]},
+               "data": [
+                 {"match": {"secretKey": "pem", "remoteRef": {"remoteKey": "templated", "property": "pem"}}},
+                 {"match": {"secretKey": "info", "remoteRef": {"remoteKey": "templated", "property": "info"}}},
+                 {"match": {"secretKey": "crt", "remoteRef": {"remoteKey": "templated", "property": "crt"}}}
+               ]}),
+    )
+    .await;
+    let ps = wait_ps(&env, &ns, "tpl", "True", "Synced").await;
+    wait_remote(
+        &env,
+        &dst,
+        "templated",
+        &[
+            ("pem", "CERT1\nKEY1"),
+            ("info", "subject=cert1"),
+            ("crt", "CERT1"),
+        ],
+    )
+    .await;
+    // Only the label-selected store was used.
+    assert_eq!(
+        synced_keys(&ps, "SecretStore/k8s-labeled"),
+        vec!["templated/crt", "templated/info", "templated/pem"]
+    );
+    assert!(
+        ps["status"]["syncedPushSecrets"]
+            .get("SecretStore/k8s")
+            .is_none(),
+        "{ps}"
+    );
+
+    // pushsecret_* metrics.
+    let m = esr.metrics_addr.clone().unwrap();
+    let text = http_get(&m, "/metrics").await;
+    assert!(
+        text.contains(&format!(
+            "pushsecret_status_condition{{name=\"tpl\",namespace=\"{ns}\",condition=\"Ready\",status=\"True\"}} 1"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "pushsecret_status_condition{{name=\"tpl\",namespace=\"{ns}\",condition=\"Ready\",status=\"False\"}} 0"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "pushsecret_reconcile_duration{{name=\"tpl\",namespace=\"{ns}\"}}"
+        )),
+        "{text}"
+    );
+    // A template error: Ready=False Errored, and the metric follows.
+    apply_ps(
+        &env,
+        &ns,
+        "tpl",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"labelSelector": {"matchLabels": {"push": "yes"}}, "kind": "SecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "template": {"data": {"pem": "{{ .nokey }}"}},
+               "data": [{"match": {"secretKey": "pem", "remoteRef": {"remoteKey": "templated", "property": "pem"}}}]}),
+    )
+    .await;
+    let ps = wait_ps(&env, &ns, "tpl", "False", "Errored").await;
+    let msg = ready(&ps).2;
+    assert!(msg.starts_with("could not execute template"), "{msg}");
+    assert!(!msg.contains("CERT1") && !msg.contains("KEY1"), "{msg}");
+    wait_for("pushsecret Ready=False metric", TIMEOUT, || async {
+        let text = http_get(&m, "/metrics").await;
+        text.contains(&format!(
+            "pushsecret_status_condition{{name=\"tpl\",namespace=\"{ns}\",condition=\"Ready\",status=\"False\"}} 1"
+        ))
+        .then_some(())
+    })
+    .await
+    .unwrap();
+    // Deleting the PushSecret removes its series.
+    ps_api(&env, &ns)
+        .delete("tpl", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("pushsecret series removed", TIMEOUT, || async {
+        let text = http_get(&m, "/metrics").await;
+        (!text.contains(&format!(
+            "pushsecret_reconcile_duration{{name=\"tpl\",namespace=\"{ns}\"}}"
+        )) && !text.contains(&format!(
+            "pushsecret_status_condition{{name=\"tpl\",namespace=\"{ns}\""
+        )))
+        .then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_finalizer_blocks_store_deletion_while_referenced() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    let (ns, dst) = setup(&env).await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "external-secrets.io/v1", "kind": "SecretStore", "metadata": {"name": "spare"},
+               "spec": {"provider": {"kubernetes": {"remoteNamespace": dst,
+                        "auth": {"serviceAccount": {"name": "pusher"}}}}}}),
+    )
+    .await;
+    let spec = |policy: &str| {
+        json!({"refreshInterval": "1s", "deletionPolicy": policy,
+               "secretStoreRefs": [{"name": "k8s", "kind": "SecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "data": [{"match": {"secretKey": "crt", "remoteRef": {"remoteKey": "held", "property": "crt"}}}]})
+    };
+    let store_fins = |name: &'static str| {
+        let env = &env;
+        let ns = ns.clone();
+        async move {
+            get(env, "SecretStore", &ns, name)
+                .await
+                .map(|s| finalizers(&s))
+        }
+    };
+    apply_ps(&env, &ns, "hold", spec("Delete")).await;
+    wait_ps(&env, &ns, "hold", "True", "Synced").await;
+    wait_remote(&env, &dst, "held", &[("crt", "CERT1")]).await;
+    wait_for("store finalizer added", TIMEOUT, || async {
+        store_fins("k8s")
+            .await?
+            .iter()
+            .any(|f| f == STORE_FINALIZER)
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    // The unreferenced store never gets it.
+    assert!(
+        !store_fins("spare")
+            .await
+            .unwrap()
+            .iter()
+            .any(|f| f == STORE_FINALIZER)
+    );
+
+    // deletionPolicy None: the store is no longer held.
+    apply_ps(&env, &ns, "hold", spec("None")).await;
+    wait_for("store finalizer removed", TIMEOUT, || async {
+        (!store_fins("k8s")
+            .await?
+            .iter()
+            .any(|f| f == STORE_FINALIZER))
+        .then_some(())
+    })
+    .await
+    .unwrap();
+    apply_ps(&env, &ns, "hold", spec("Delete")).await;
+    wait_for("store finalizer added again", TIMEOUT, || async {
+        store_fins("k8s")
+            .await?
+            .iter()
+            .any(|f| f == STORE_FINALIZER)
+            .then_some(())
+    })
+    .await
+    .unwrap();
+
+    // Deleting the store waits while the PushSecret references it...
+    delete(&env, "SecretStore", &ns, "k8s").await;
+    let store = wait_for("store marked for deletion", TIMEOUT, || async {
+        get(&env, "SecretStore", &ns, "k8s")
+            .await
+            .filter(|s| s["metadata"]["deletionTimestamp"].is_string())
+    })
+    .await
+    .unwrap();
+    assert!(finalizers(&store).iter().any(|f| f == STORE_FINALIZER));
+    // ...across several PushSecret refreshes (refreshInterval 1s).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(get(&env, "SecretStore", &ns, "k8s").await.is_some());
+    wait_remote(&env, &dst, "held", &[("crt", "CERT1")]).await;
+
+    // Deleting the PushSecret cleans up through the store being deleted, then the store goes.
+    ps_api(&env, &ns)
+        .delete("hold", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_remote_gone(&env, &dst, "held").await;
+    wait_for("PushSecret gone", TIMEOUT, || async {
+        get_ps(&env, &ns, "hold").await.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    wait_for("store gone", TIMEOUT, || async {
+        get(&env, "SecretStore", &ns, "k8s")
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap();
+}
