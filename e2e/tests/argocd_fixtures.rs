@@ -2,7 +2,9 @@
 //! (crates/esr-deploytool/tests/argocd_health.rs), in each state, with the real `esr` binary:
 //! Healthy, Degraded, no status yet (controller not running) and controller down after a spec
 //! change (an old Ready=True for an older generation); and PushSecret objects (Healthy, controller
-//! down after a spec change) in deploy/argocd/testdata/pushsecret/.
+//! down after a spec change) in deploy/argocd/testdata/pushsecret/; and ClusterExternalSecret
+//! objects (Healthy, Degraded: a namespace failed, Progressing: created while the controller is
+//! down) in deploy/argocd/testdata/clusterexternalsecret/.
 //!
 //! With `ESR_WRITE_ARGOCD_FIXTURES=1` the objects are written to
 //! deploy/argocd/testdata/externalsecret/e2e-<state>.json. Without it the test checks that the
@@ -224,4 +226,126 @@ async fn pushsecret_states_for_argocd_health() {
     assert_eq!(down.pointer("/metadata/generation"), Some(&json!(2)));
     assert_eq!(ready(&down).0, "True");
     record_kind("pushsecret", "progressing-controller-down", down);
+}
+
+fn ces_api(env: &Env) -> kube::Api<kube::api::DynamicObject> {
+    let gvk =
+        kube::api::GroupVersionKind::gvk("external-secrets.io", "v1", "ClusterExternalSecret");
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, "clusterexternalsecrets");
+    kube::Api::all_with(env.client(), &ar)
+}
+
+async fn get_ces(env: &Env, name: &str) -> Option<Value> {
+    let o = ces_api(env).get_opt(name).await.ok()??;
+    serde_json::to_value(o).ok()
+}
+
+async fn apply_ces(env: &Env, name: &str, es_name: &str, namespaces: &[&str]) {
+    let obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
+        "metadata": {"name": name},
+        "spec": {"namespaces": namespaces, "refreshTime": "1m", "externalSecretName": es_name,
+            "externalSecretSpec": {"refreshInterval": "1h",
+                "secretStoreRef": {"kind": "ClusterSecretStore", "name": "argocd-fake"},
+                "target": {"name": es_name},
+                "data": [{"secretKey": "foo", "remoteRef": {"key": "/app/foo"}}]}}});
+    ces_api(env)
+        .patch(
+            name,
+            &kube::api::PatchParams::apply("e2e").force(),
+            &kube::api::Patch::Apply(&obj),
+        )
+        .await
+        .unwrap();
+}
+
+/// A ClusterExternalSecret fixture: cluster-scoped (no namespace), server noise dropped and the
+/// random e2e namespace names replaced by stable ones.
+fn record_ces(state: &str, obj: Value, names: &[(&str, &str)]) {
+    let mut obj = sanitize(obj);
+    if let Some(meta) = obj["metadata"].as_object_mut() {
+        meta.remove("namespace");
+    }
+    let mut text = serde_json::to_string(&obj).unwrap();
+    for (random, stable) in names {
+        text = text.replace(random, stable);
+    }
+    let obj: Value = serde_json::from_str(&text).unwrap();
+    let path = repo_root()
+        .join("deploy/argocd/testdata/clusterexternalsecret")
+        .join(format!("e2e-{state}.json"));
+    if std::env::var("ESR_WRITE_ARGOCD_FIXTURES").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, serde_json::to_string_pretty(&obj).unwrap() + "\n").unwrap();
+        println!("wrote {}", path.display());
+        return;
+    }
+    let committed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run with ESR_WRITE_ARGOCD_FIXTURES=1",
+                path.display()
+            )
+        }))
+        .unwrap();
+    let proj = |o: &Value| {
+        json!({
+            "generation": o.pointer("/metadata/generation"),
+            "observedGeneration": o.pointer("/status/observedGeneration"),
+            "ready": ready(o),
+            "failed": o.pointer("/status/failedNamespaces"),
+            "provisioned": o.pointer("/status/provisionedNamespaces"),
+        })
+    };
+    assert_eq!(
+        proj(&committed),
+        proj(&obj),
+        "{} is stale; regenerate with ESR_WRITE_ARGOCD_FIXTURES=1",
+        path.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusterexternalsecret_states_for_argocd_health() {
+    let env = Env::start().await.unwrap();
+    let a = env.namespace("argoces").await.unwrap();
+    let b = env.namespace("argoces").await.unwrap();
+    let names = [(a.as_str(), "team-a"), (b.as_str(), "team-b")];
+    apply(&env, "", store()).await;
+    // Namespace b holds a foreign ExternalSecret named like the CES's: that namespace fails.
+    let mut foreign = es_for("shared", "/app/foo");
+    foreign["metadata"]["labels"] = json!({"owner": "someone-else"});
+    apply(&env, &b, foreign).await;
+
+    // Created while no controller runs: no status (Progressing, controller down).
+    let healthy_name = format!("argocd-ok-{a}");
+    apply_ces(&env, &healthy_name, "app", &[&a]).await;
+    let fresh = get_ces(&env, &healthy_name).await.unwrap();
+    assert!(ready(&fresh).0.is_empty(), "{fresh}");
+    record_ces("progressing-controller-down", fresh, &names);
+
+    let _esr = env.start_esr(&[]).unwrap();
+    let healthy = wait_for("ClusterExternalSecret ready", TIMEOUT, || async {
+        let o = get_ces(&env, &healthy_name).await?;
+        (ready(&o).0 == "True").then_some(o)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        healthy.pointer("/status/provisionedNamespaces"),
+        Some(&json!([a]))
+    );
+    record_ces("healthy", healthy, &names);
+
+    let broken_name = format!("argocd-broken-{a}");
+    apply_ces(&env, &broken_name, "shared", &[&a, &b]).await;
+    let degraded = wait_for("ClusterExternalSecret degraded", TIMEOUT, || async {
+        let o = get_ces(&env, &broken_name).await?;
+        (ready(&o).0 == "False" && o.pointer("/status/failedNamespaces").is_some()).then_some(o)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        degraded.pointer("/status/failedNamespaces/0/namespace"),
+        Some(&json!(b))
+    );
+    record_ces("degraded", degraded, &names);
 }

@@ -114,6 +114,17 @@ fn clusterexternalsecret_health_fixtures() {
             "no clusterexternalsecret fixture for {prefix}"
         );
     }
+    // Produced by esr in e2e/tests/argocd_fixtures.rs (clusterexternalsecret_states_for_argocd_health).
+    for file in [
+        "e2e-healthy.json",
+        "e2e-degraded.json",
+        "e2e-progressing-controller-down.json",
+    ] {
+        assert!(
+            names.iter().any(|n| n == file),
+            "clusterexternalsecret/{file} missing: run ESR_WRITE_ARGOCD_FIXTURES=1 cargo nextest run -p esr-e2e --test argocd_fixtures"
+        );
+    }
 }
 
 #[test]
