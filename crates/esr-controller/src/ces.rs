@@ -530,7 +530,12 @@ pub async fn reconcile(
         } else {
             Observation::Reconciled {
                 took: started.elapsed(),
-                ready: res.as_ref().ok().and_then(|(_, ready)| *ready),
+                ready: match &res {
+                    Ok((_, ready)) => *ready,
+                    // Status was written with Ready=False before the error.
+                    Err(Error::Namespaces(_)) => Some(false),
+                    Err(Error::Kube(_)) => None,
+                },
             }
         };
         hook(&name, obs);

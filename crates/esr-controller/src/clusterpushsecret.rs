@@ -569,7 +569,9 @@ pub async fn reconcile(cps: Arc<ClusterPushSecret>, ctx: Arc<CpsContext>) -> Res
                 took: started.elapsed(),
                 ready: match &res {
                     Ok((_, r)) => *r,
-                    Err(_) => Some(false),
+                    // Status was written with Ready=False before these errors.
+                    Err(Error::Namespaces(_) | Error::Errored { .. }) => Some(false),
+                    Err(Error::Kube(_)) => None,
                 },
             }
         };

@@ -394,3 +394,73 @@ fn rand_id() -> u64 {
     );
     h.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn observer_records_and_forgets_cluster_series() {
+        let m = Metrics::new();
+        let ces = observer(m.clone(), Observed::ClusterExternalSecret);
+        let cps = observer(m.clone(), Observed::ClusterPushSecret);
+        let took = Duration::from_millis(3);
+        ces(
+            "wild",
+            Observation::Reconciled {
+                took,
+                ready: Some(true),
+            },
+        );
+        cps(
+            "push-all",
+            Observation::Reconciled {
+                took,
+                ready: Some(false),
+            },
+        );
+        let text = m.encode();
+        for want in [
+            "clusterexternalsecret_status_condition{name=\"wild\",namespace=\"\",condition=\"Ready\",status=\"True\"} 1",
+            "clusterexternalsecret_reconcile_duration{name=\"wild\",namespace=\"\"} 3000000",
+            "clusterpushsecret_status_condition{name=\"push-all\",namespace=\"\",condition=\"Ready\",status=\"False\"} 1",
+            "clusterpushsecret_status_condition{name=\"push-all\",namespace=\"\",condition=\"Ready\",status=\"True\"} 0",
+        ] {
+            assert!(text.contains(want), "missing {want} in {text}");
+        }
+        ces("wild", Observation::Deleted);
+        let text = m.encode();
+        assert!(!text.contains("name=\"wild\""), "{text}");
+        assert!(text.contains("name=\"push-all\""), "{text}");
+        cps("push-all", Observation::Deleted);
+        assert!(!m.encode().contains("name=\"push-all\""));
+    }
+
+    #[test]
+    fn eso_flags_are_accepted_with_eso_defaults() {
+        let c = Cli::try_parse_from(["esr"]).unwrap();
+        assert!(c.args.enable_cluster_push_secret_reconciler);
+        assert!(c.args.enable_generator_state);
+        assert_eq!(c.args.generator_gc_grace_period, "2m");
+        let c = Cli::try_parse_from([
+            "esr",
+            "--enable-cluster-push-secret-reconciler=false",
+            "--enable-generator-state=false",
+            "--generator-gc-grace-period=5m",
+        ])
+        .unwrap();
+        assert!(!c.args.enable_cluster_push_secret_reconciler);
+        assert!(!c.args.enable_generator_state);
+        assert_eq!(c.args.generator_gc_grace_period, "5m");
+        // Go's flag package accepts a bare boolean flag.
+        let c = Cli::try_parse_from(["esr", "--enable-cluster-push-secret-reconciler"]).unwrap();
+        assert!(c.args.enable_cluster_push_secret_reconciler);
+    }
+}
