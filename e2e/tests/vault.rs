@@ -421,3 +421,288 @@ async fn stopped_server_keeps_the_previous_secret() {
     assert_eq!(decoded(&kept).get("pw").map(String::as_str), Some("v1"));
     env.cleanup().await.unwrap();
 }
+
+/// Applies a `generators.external-secrets.io/v1alpha1` object (namespaced unless ClusterGenerator).
+async fn apply_generator(env: &Env, ns: &str, obj: Value) {
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+    let kind = obj["kind"].as_str().unwrap().to_string();
+    let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+    let gvk = GroupVersionKind::gvk("generators.external-secrets.io", "v1alpha1", &kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_ascii_lowercase()));
+    let api: Api<DynamicObject> = if kind == "ClusterGenerator" {
+        Api::all_with(env.client(), &ar)
+    } else {
+        Api::namespaced_with(env.client(), ns, &ar)
+    };
+    api.patch(
+        &name,
+        &PatchParams::apply("e2e").force(),
+        &Patch::Apply(&obj),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying {kind}/{name}: {e}"));
+}
+
+impl Bao {
+    /// Number of tokens (accessors) on the server.
+    fn token_count(&self) -> usize {
+        self.api("LIST", "auth/token/accessors", None)["data"]["keys"]
+            .as_array()
+            .map(Vec::len)
+            .unwrap()
+    }
+
+    /// `auth/token/lookup` of a token (root token).
+    fn lookup(&self, token: &str) -> Value {
+        self.api("POST", "auth/token/lookup", Some(json!({"token": token})))["data"].clone()
+    }
+}
+
+/// A token-issuing VaultDynamicSecret spec: `auth/token/create` with a renewable token of `ttl`,
+/// authenticated with the token in Secret `vault-token` of the ExternalSecret's namespace.
+fn token_issuer_spec(bao: &Bao, ttl: &str) -> Value {
+    json!({
+        "path": "auth/token/create",
+        "method": "POST",
+        "parameters": {"ttl": ttl, "renewable": true, "policies": ["default"]},
+        "resultType": "Auth",
+        "provider": {
+            "server": bao.addr,
+            "auth": {"tokenSecretRef": {"name": "vault-token", "key": "token"}}
+        }
+    })
+}
+
+/// Waits until the token's `last_renewal_time` is later than `after`; returns it.
+async fn wait_renewed_after(bao: &Bao, token: &str, after: i64) -> i64 {
+    esr_e2e::wait_for("the generated token to be renewed", TIMEOUT, || async {
+        let t = bao.lookup(token)["last_renewal_time"].as_i64().unwrap_or(0);
+        (t > after).then_some(t)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vault_dynamic_secret_token_is_renewed_not_reissued() {
+    let Some(_shared) = bao() else { return };
+    // A private server, so the token count is exactly what this scenario created.
+    let Some(own) = own_bao() else {
+        println!("skipped: ESR_TEST_BAO_BIN is not set");
+        return;
+    };
+    let bao = &own.bao;
+    // esr's own token: may create and renew tokens, nothing else (the documented policy).
+    bao.api(
+        "PUT",
+        "sys/policies/acl/esr-token-issuer",
+        Some(json!({"policy": "path \"auth/token/create\" { capabilities = [\"create\", \"update\"] }\npath \"auth/token/renew\" { capabilities = [\"update\"] }"})),
+    );
+    let esr_token = bao.api(
+        "POST",
+        "auth/token/create",
+        Some(json!({"policies": ["esr-token-issuer"], "ttl": "2h"})),
+    )["auth"]["client_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let base = bao.token_count();
+
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("vault-dyn").await.unwrap();
+    let mut esr = env.start_esr(&[]).unwrap();
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vault-token"},
+               "stringData": {"token": esr_token}}),
+    )
+    .await;
+    apply_generator(
+        &env,
+        &ns,
+        json!({"apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "VaultDynamicSecret",
+               "metadata": {"name": "issuer"}, "spec": token_issuer_spec(bao, "1h")}),
+    )
+    .await;
+    let cluster_gen = format!("issuer-{}", run_id());
+    apply_generator(
+        &env,
+        "",
+        json!({"apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "ClusterGenerator",
+               "metadata": {"name": cluster_gen},
+               "spec": {"kind": "VaultDynamicSecret",
+                        "generator": {"vaultDynamicSecretSpec": token_issuer_spec(bao, "90m")}}}),
+    )
+    .await;
+    let gref = |kind: &str, name: &str| json!({"apiVersion": "generators.external-secrets.io/v1alpha1", "kind": kind, "name": name});
+    apply(
+        &env,
+        &ns,
+        es(
+            "tokens",
+            json!({
+                "refreshInterval": "1s",
+                "target": {"name": "tokens"},
+                "dataFrom": [
+                    {"sourceRef": {"generatorRef": gref("VaultDynamicSecret", "issuer")}},
+                    {"sourceRef": {"generatorRef": gref("ClusterGenerator", &cluster_gen)},
+                     "rewrite": [{"regexp": {"source": "^(.*)$", "target": "cluster_$1"}}]}
+                ]
+            }),
+        ),
+    )
+    .await;
+    let first = esr_e2e::wait_for("the tokens Secret", TIMEOUT, || async {
+        let d = decoded(&secret(&env, &ns, "tokens").await?);
+        (d.get("client_token").is_some_and(|t| !t.is_empty())
+            && d.get("cluster_client_token").is_some_and(|t| !t.is_empty()))
+        .then_some(d)
+    })
+    .await
+    .unwrap();
+    wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "tokens",
+        "True",
+        "SecretSynced",
+    )
+    .await;
+    let tok = first["client_token"].clone();
+    let ctok = first["cluster_client_token"].clone();
+    assert_ne!(tok, ctok);
+    assert_eq!(first["renewable"], "true");
+    assert_eq!(first["cluster_lease_duration"], "5400");
+    assert_eq!(bao.lookup(&tok)["creation_ttl"], 3600);
+
+    // Two renewals of each token observed in OpenBao (one per refresh)...
+    let r1 = wait_renewed_after(bao, &tok, 0).await;
+    wait_renewed_after(bao, &tok, r1).await;
+    let c1 = wait_renewed_after(bao, &ctok, 0).await;
+    wait_renewed_after(bao, &ctok, c1).await;
+    // ...while the Secret keeps the same tokens and no other token was created.
+    let now = decoded(&secret(&env, &ns, "tokens").await.unwrap());
+    assert!(now["client_token"] == tok, "the token was re-issued");
+    assert!(
+        now["cluster_client_token"] == ctok,
+        "the token was re-issued"
+    );
+    assert_eq!(bao.token_count(), base + 2, "esr minted extra tokens");
+    let looked = bao.lookup(&tok);
+    assert!(looked["ttl"].as_i64().unwrap() > 0);
+    assert!(
+        looked["last_renewal_time"].as_i64().unwrap() >= looked["creation_time"].as_i64().unwrap()
+    );
+
+    // A changed generator spec issues a new token once, which is then renewed in turn.
+    apply_generator(
+        &env,
+        &ns,
+        json!({"apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "VaultDynamicSecret",
+               "metadata": {"name": "issuer"}, "spec": token_issuer_spec(bao, "2h")}),
+    )
+    .await;
+    let tok2 = esr_e2e::wait_for("a new token after the spec change", TIMEOUT, || async {
+        let d = decoded(&secret(&env, &ns, "tokens").await?);
+        let t = d.get("client_token")?.clone();
+        (t != tok).then_some(t)
+    })
+    .await
+    .unwrap();
+    assert_eq!(bao.lookup(&tok2)["creation_ttl"], 7200);
+    let r = wait_renewed_after(bao, &tok2, 0).await;
+    wait_renewed_after(bao, &tok2, r).await;
+    assert_eq!(bao.token_count(), base + 3);
+    let now = decoded(&secret(&env, &ns, "tokens").await.unwrap());
+    assert!(now["client_token"] == tok2 && now["cluster_client_token"] == ctok);
+
+    // The lease state is in memory: a restarted controller issues new tokens once per consumer
+    // and renews those; the old tokens stay valid until their TTL.
+    esr.stop();
+    let _esr2 = env.start_esr(&[]).unwrap();
+    let (tok3, ctok3) = esr_e2e::wait_for("new tokens after a restart", TIMEOUT, || async {
+        let d = decoded(&secret(&env, &ns, "tokens").await?);
+        let (t, c) = (
+            d.get("client_token")?.clone(),
+            d.get("cluster_client_token")?.clone(),
+        );
+        (t != tok2 && c != ctok).then_some((t, c))
+    })
+    .await
+    .unwrap();
+    let r = wait_renewed_after(bao, &tok3, 0).await;
+    wait_renewed_after(bao, &tok3, r).await;
+    wait_renewed_after(bao, &ctok3, 0).await;
+    assert_eq!(bao.token_count(), base + 5);
+    assert!(
+        bao.lookup(&tok2)["ttl"].as_i64().unwrap() > 0,
+        "old token revoked"
+    );
+    let now = decoded(&secret(&env, &ns, "tokens").await.unwrap());
+    assert!(now["client_token"] == tok3 && now["cluster_client_token"] == ctok3);
+    assert!(!esr.logs().contains(tok.as_str()), "a token was logged");
+    env.cleanup().await.unwrap();
+}
+
+#[test]
+fn render_with_a_vault_dynamic_secret_generator() {
+    let Some(bao) = bao() else { return };
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: vault-token, namespace: apps}}
+stringData: {{token: "{token}"}}
+---
+apiVersion: generators.external-secrets.io/v1alpha1
+kind: VaultDynamicSecret
+metadata: {{name: issuer, namespace: apps}}
+spec:
+  path: auth/token/create
+  method: POST
+  parameters: {{ttl: 10m, renewable: true, policies: [default]}}
+  resultType: Auth
+  provider:
+    server: "{addr}"
+    auth: {{tokenSecretRef: {{name: vault-token, key: token}}}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {{name: tok, namespace: apps}}
+spec:
+  target: {{name: tok}}
+  dataFrom:
+    - sourceRef:
+        generatorRef: {{apiVersion: generators.external-secrets.io/v1alpha1, kind: VaultDynamicSecret, name: issuer}}
+      rewrite: [{{regexp: {{source: client_token, target: VAULT_TOKEN}}}}]
+"#,
+        token = bao.token,
+        addr = bao.addr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("manifest.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let out = Command::new(esr_binary().unwrap())
+        .args(["render", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "esr render failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secret: k8s_openapi::api::core::v1::Secret = serde_yaml_ng::from_str(&stdout).unwrap();
+    let data = decoded(&secret);
+    let token = data
+        .get("VAULT_TOKEN")
+        .expect("VAULT_TOKEN in the rendered Secret");
+    assert_eq!(data.get("renewable").map(String::as_str), Some("true"));
+    // The rendered token is a live token issued for this run.
+    let looked =
+        bao.api("POST", "auth/token/lookup", Some(json!({"token": token})))["data"].clone();
+    assert_eq!(looked["creation_ttl"], 600);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(token.as_str()));
+}

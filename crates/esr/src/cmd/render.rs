@@ -137,6 +137,39 @@ fn object_path(obj: &serde_json::Value) -> Option<String> {
     })
 }
 
+/// An object as the API server would return it: a Secret's `stringData` is merged into `data`
+/// (base64, `stringData` wins).
+fn as_served(obj: &serde_json::Value) -> serde_json::Value {
+    use base64::Engine as _;
+    let mut o = obj.clone();
+    if kind_of(obj) != ("v1", "Secret") {
+        return o;
+    }
+    let Some(map) = o.as_object_mut() else {
+        return o;
+    };
+    if let Some(serde_json::Value::Object(sd)) = map.remove("stringData") {
+        let data = map
+            .entry("data")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if !data.is_object() {
+            *data = serde_json::Value::Object(Default::default());
+        }
+        if let Some(d) = data.as_object_mut() {
+            for (k, v) in sd {
+                let text = v.as_str().unwrap_or_default();
+                d.insert(
+                    k,
+                    base64::engine::general_purpose::STANDARD
+                        .encode(text)
+                        .into(),
+                );
+            }
+        }
+    }
+    o
+}
+
 fn api_response(
     status: http::StatusCode,
     body: &serde_json::Value,
@@ -292,7 +325,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
                     existing.insert((ns, s.metadata.name.clone().unwrap_or_default()), s);
                 }
                 if let Some(path) = object_path(&obj) {
-                    served.insert(path, obj.clone());
+                    served.insert(path, as_served(&obj));
                 }
                 kube.add_objects(std::iter::once(&obj));
             }
@@ -556,6 +589,14 @@ spec:
             Some("/apis/generators.external-secrets.io/v1alpha1/clustergenerators/g".into())
         );
         assert_eq!(p(serde_json::json!({"kind": "Secret"})), None);
+        let served = as_served(&serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eA=="},
+            "stringData": {"b": "token-b"}}));
+        assert_eq!(
+            served["data"],
+            serde_json::json!({"a": "eA==", "b": "dG9rZW4tYg=="})
+        );
+        assert!(served.get("stringData").is_none());
     }
 
     #[tokio::test]
