@@ -1,12 +1,26 @@
-//! PushSecret (eso-inventory §4): a pure planning core ([`entries_for_store`], [`stale_entries`],
-//! [`refresh_due`], [`ready_condition`]) and the reconciler ([`run`]) that pushes through the
-//! provider trait (`push_secret` / `delete_secret` / `secret_exists`), so every provider that
-//! implements push works without provider-specific code.
+//! PushSecret (eso-inventory §4): a pure planning core ([`entries_for_selected`],
+//! [`stale_entries`], [`refresh_due`], [`ready_condition`], plus the source/store/template helpers
+//! in [`crate::pushsecret_source`]) and the reconciler ([`run`]) that pushes through the provider
+//! trait (`push_secret` / `delete_secret` / `secret_exists`), so every provider that implements
+//! push works without provider-specific code.
 //!
-//! Supported: source Secret by name, `data[].match`, `dataTo` (storeRef by name, `match.regexp`,
-//! `remoteKey` bundling, `rewrite[].regexp`), `updatePolicy`, `deletionPolicy` with the
-//! PushSecret finalizer, `refreshInterval`, status and events. Not yet: source by label
-//! selector, `selector.generatorRef`, `template`, store `labelSelector`, `rewrite[].transform`.
+//! Supported (ESO v2.9.0): sources `selector.secret.name`, `selector.secret.selector` (every
+//! matching Secret of the namespace, pushed in name order with the same entries, status keys
+//! merged) and `selector.generatorRef` (the generator's output pushed as a Secret's data, consumer
+//! `PushSecret/<ns>/<name>`); `template` (rendered over each source Secret); `secretStoreRefs` by
+//! name or `labelSelector` (stores being deleted or of another controller class are skipped);
+//! `data[].match`; `dataTo` (storeRef by name or label selector, `match.regexp`, `rewrite[]`
+//! regexp/transform, `remoteKey` bundling; explicit `data[]` wins for the same source key);
+//! `updatePolicy`; `deletionPolicy` with the PushSecret finalizer; `refreshInterval`; status,
+//! events and the `pushsecret_*` metrics. The store finalizer
+//! (`secretstore.externalsecrets.io/finalizer`) is managed by the store controllers
+//! ([`crate::stores`]), as in ESO.
+//!
+//! Order of a reconcile (ESO): finalizers, refresh decision, `dataTo` validation, sources (a
+//! missing named source with `deletionPolicy: Delete` deletes what was pushed: `SourceDeleted`),
+//! stores, template, push, then deletion of entries no longer pushed (computed once over all
+//! sources; ESO compares per source Secret, which with several sources would delete and re-push
+//! each other's keys).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -404,6 +404,9 @@ impl StoreObject for ClusterSecretStore {
     }
 }
 
+/// How long a store reconcile waits for the PushSecret cache before leaving the finalizer alone.
+const PS_CACHE_WAIT: Duration = Duration::from_secs(10);
+
 /// Adds or removes the store finalizer as [`store_finalizer_action`] decides (merge patch with
 /// the resourceVersion, so a concurrent change makes it retry).
 async fn manage_store_finalizer<K: StoreObject>(
@@ -412,10 +415,16 @@ async fn manage_store_finalizer<K: StoreObject>(
     cluster: bool,
     push_secrets: &Store<PushSecret>,
 ) -> Result<(), Error> {
-    push_secrets
-        .wait_until_ready()
-        .await
-        .map_err(|e| Error::Sync(format!("PushSecret cache: {e}")))?;
+    // Never decide on an incomplete cache (that could drop a needed finalizer); if PushSecrets
+    // cannot be listed (e.g. the CRD is not installed) the store is still validated.
+    match tokio::time::timeout(PS_CACHE_WAIT, push_secrets.wait_until_ready()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(Error::Sync(format!("PushSecret cache: {e}"))),
+        Err(_) => {
+            warn!(store = %store.name_any(), "PushSecret cache not ready; store finalizer left unchanged");
+            return Ok(());
+        }
+    }
     let name = store.name_any();
     let ns = store.namespace();
     let all = push_secrets.state();
