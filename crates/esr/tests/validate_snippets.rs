@@ -527,6 +527,52 @@ fn assert_error(manifest: &str, expected: &[&str]) {
     assert_eq!(reasons, expected, "{manifest}");
 }
 
+fn aws_store(kind: &str, service: &str, sm: &str) -> String {
+    format!(
+        "apiVersion: external-secrets.io/v1\nkind: {kind}\nmetadata:\n  name: aws\nspec:\n  provider:\n    aws:\n      service: {service}\n      region: eu-central-1\n{sm}"
+    )
+}
+
+#[test]
+fn provider_specific_store_checks_run_like_esos_webhook() {
+    // ESO's aws ValidateStore: delete settings.
+    assert_error(
+        &aws_store(
+            "SecretStore",
+            "SecretsManager",
+            "      secretsManager:\n        forceDeleteWithoutRecovery: true\n        recoveryWindowInDays: 7\n",
+        ),
+        &[
+            "invalid SecretsManager settings: ForceDeleteWithoutRecovery conflicts with RecoveryWindowInDays",
+        ],
+    );
+    // A namespaced store must not reference Secrets in other namespaces...
+    let auth = "      auth:\n        secretRef:\n          accessKeyIDSecretRef: {name: aws, key: id, namespace: other}\n          secretAccessKeySecretRef: {name: aws, key: secret}\n";
+    let store = aws_store("SecretStore", "SecretsManager", auth);
+    let (result, reasons) =
+        check(&store.replace("  name: aws\n", "  name: aws\n  namespace: app\n"));
+    assert_eq!(result, "ERROR", "{reasons:?}");
+    assert_eq!(
+        reasons,
+        vec![
+            "invalid Auth.SecretRef.AccessKeyID: namespace should either be empty or match the namespace of the SecretStore for a namespaced SecretStore"
+        ]
+    );
+    // ...which cannot be judged when the namespace comes from `kubectl -n`.
+    assert_eq!(check(&store).0, "OK");
+    // Valid for ESO, only not implemented by esr: OK.
+    for service in ["ParameterStore", "CertificateManager"] {
+        let (result, reasons) = check(&aws_store("SecretStore", service, ""));
+        assert_eq!(
+            (result.as_str(), reasons),
+            ("OK", Vec::<String>::new()),
+            "{service}"
+        );
+    }
+    let (result, reasons) = check(&aws_store("SecretStore", "SecretsManager", ""));
+    assert_eq!((result.as_str(), reasons), ("OK", Vec::<String>::new()));
+}
+
 #[test]
 fn valid_external_secret_is_ok_with_defaults_applied() {
     let (result, reasons) = check(&es(&format!("  secretStoreRef:\n    name: s\n{DATA}")));

@@ -452,6 +452,9 @@ fn judge(doc: &Value, kind: &str, registry: &Registry) -> (Outcome, Vec<String>)
         reasons.extend(semantic_rules(group, kind, &obj_value));
     }
     if reasons.is_empty() {
+        reasons.extend(provider_rules(group, kind, &obj_value));
+    }
+    if reasons.is_empty() {
         (Outcome::Ok, reasons)
     } else {
         (Outcome::Error, reasons)
@@ -560,6 +563,39 @@ fn validate_object_meta(obj: &Value) -> Vec<String> {
 
 fn go_regex_check(pattern: &str) -> Result<(), String> {
     esr_schema::compile_go_regex(pattern).map(|_| ())
+}
+
+/// The provider-specific part of ESO's store webhook (`provider.ValidateStore`), for the providers
+/// esr implements. Stores of other providers pass here: esr cannot judge them (the CRD schema
+/// still applies).
+fn provider_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
+    static PROVIDERS: LazyLock<esr_provider::ProviderRegistry> =
+        LazyLock::new(crate::providers::registry);
+    if group != ESO_GROUP || !matches!(kind, "SecretStore" | "ClusterSecretStore") {
+        return Vec::new();
+    }
+    let store = match esr_provider::StoreInfo::from_object(obj) {
+        Ok(s) => s,
+        Err(e) => return vec![e.to_string()],
+    };
+    let Ok(provider) = PROVIDERS.for_store(&store) else {
+        return Vec::new();
+    };
+    match provider.validate_store(&store) {
+        Ok(_warnings) => Vec::new(),
+        // Valid for ESO, only not implemented by esr (e.g. AWS ParameterStore).
+        Err(e) if e.kind() == esr_provider::ErrorKind::Unsupported => Vec::new(),
+        // Without metadata.namespace the namespace comes from `kubectl -n` or kustomize, so a
+        // reference's namespace cannot be compared with the store's here.
+        Err(e)
+            if store.namespace.is_none()
+                && e.to_string()
+                    .contains(esr_provider::refs::ERR_NAMESPACE_NOT_ALLOWED) =>
+        {
+            Vec::new()
+        }
+        Err(e) => vec![e.to_string()],
+    }
 }
 
 /// ESO's admission-webhook rules, on the typed object.

@@ -180,6 +180,17 @@ impl Provider for AwsSecretsManagerProvider {
             ProviderError::invalid("no store type or wrong store type: missing spec.provider.aws")
         })?;
         let spec = AwsProviderSpec::from_json(raw).map_err(to_provider_error)?;
+        if matches!(
+            spec.service.as_str(),
+            "ParameterStore" | "CertificateManager"
+        ) {
+            // Valid for ESO, but a service esr does not implement.
+            return Err(ProviderError::unsupported(format!(
+                "AWS service {} is not supported by esr (esr supports SecretsManager)",
+                spec.service
+            ))
+            .with_provider(PROVIDER_SM));
+        }
         spec.validate().map_err(to_provider_error)?;
         if let Some(sr) = &spec.auth.secret_ref {
             for (what, sel) in [
