@@ -355,18 +355,21 @@ async fn rbac_observed_calls() {
     .await
     .is_ok();
     println!("ClusterExternalSecret reconciled: {ces_ran}");
-    // An opted-in Deployment using Secret "a" (rollout on rotation).
-    let dep: Deployment = serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "uses-a", "annotations": {"esr.external-secrets.io/reload": "true"}},
-        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "a"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox", "envFrom": [{"secretRef": {"name": "a"}}]}]}}}
-    }))
-    .unwrap();
-    Api::<Deployment>::namespaced(env.client(), &ns)
-        .create(&Default::default(), &dep)
-        .await
-        .unwrap();
+    // An opted-in Deployment, StatefulSet and DaemonSet using Secret "a" (rollout on rotation).
+    for (kind, plural) in [
+        ("Deployment", "deployments"),
+        ("StatefulSet", "statefulsets"),
+        ("DaemonSet", "daemonsets"),
+    ] {
+        let mut obj = json!({"apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": "uses-a", "annotations": {"esr.external-secrets.io/reload": "true"}},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "envFrom": [{"secretRef": {"name": "a"}}]}]}}}});
+        if kind == "StatefulSet" {
+            obj["spec"]["serviceName"] = json!("uses-a");
+        }
+        ssa(&dyn_api(&env, "apps", "v1", kind, plural, Some(&ns)), obj).await;
+    }
     // A provider value change rewrites the Secret; deleting an ExternalSecret removes its finalizer.
     apply(
         &env,
@@ -375,6 +378,24 @@ async fn rbac_observed_calls() {
     )
     .await;
     wait_secret_data(&env, &ns, "a", &[("k", "changed")]).await;
+    // The rotation rolled all three (get + patch of each kind).
+    for (kind, plural) in [
+        ("Deployment", "deployments"),
+        ("StatefulSet", "statefulsets"),
+        ("DaemonSet", "daemonsets"),
+    ] {
+        let api = dyn_api(&env, "apps", "v1", kind, plural, Some(&ns));
+        wait_for(&format!("{kind} uses-a rolled"), TIMEOUT, || async {
+            let o = api.get("uses-a").await.ok()?;
+            o.data
+                .pointer(
+                    "/spec/template/metadata/annotations/esr.external-secrets.io~1secret-hash-a",
+                )
+                .map(|_| ())
+        })
+        .await
+        .unwrap();
+    }
     delete(&env, "ExternalSecret", &ns, "a").await;
     wait_for("ExternalSecret a gone", TIMEOUT, || async {
         get(&env, "ExternalSecret", &ns, "a")

@@ -552,8 +552,11 @@ async fn leader_election_one_active_and_failover() {
     use k8s_openapi::api::coordination::v1::Lease;
     let env = Env::start().await.unwrap();
     let ns = env.namespace("leader").await.unwrap();
+    // The Lease name is given here: the harness's default arguments (deploy/manifests) name it
+    // esr-controller, esr's built-in default is ESO's external-secrets-controller.
     let args = [
         "--enable-leader-election",
+        "--leader-election-id=external-secrets-controller",
         "--leader-election-namespace",
         ns.as_str(),
     ];

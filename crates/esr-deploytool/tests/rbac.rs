@@ -145,30 +145,6 @@ const ALLOWLIST: &[(&str, &str, &str, &str)] = &[
         "ExternalSecret finalizer (controller.rs)",
     ),
     (
-        "apps",
-        "statefulsets",
-        "get",
-        "rollout on rotation (rollout.rs); esr-testkit serves no StatefulSets",
-    ),
-    (
-        "apps",
-        "statefulsets",
-        "patch",
-        "rollout on rotation (rollout.rs); esr-testkit serves no StatefulSets",
-    ),
-    (
-        "apps",
-        "daemonsets",
-        "get",
-        "rollout on rotation (rollout.rs); esr-testkit serves no DaemonSets",
-    ),
-    (
-        "apps",
-        "daemonsets",
-        "patch",
-        "rollout on rotation (rollout.rs); esr-testkit serves no DaemonSets",
-    ),
-    (
         "external-secrets.io",
         "externalsecrets/finalizers",
         "update",
