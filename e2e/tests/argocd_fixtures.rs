@@ -57,6 +57,7 @@ fn projection(obj: &Value) -> Value {
     let (status, reason, message) = ready(obj);
     json!({
         "generation": obj.pointer("/metadata/generation"),
+        "observedGeneration": obj.pointer("/status/observedGeneration"),
         "synced": str_at(obj, "/status/syncedResourceVersion"),
         "ready": [status, reason, message],
         "deleting": obj.pointer("/metadata/deletionTimestamp").is_some(),
