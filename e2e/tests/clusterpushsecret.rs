@@ -388,6 +388,59 @@ async fn wait_condition_ps(env: &Env, ns: &str, name: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_selector_is_errored_with_a_warning_event() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    apply_cps(
+        &env,
+        json!({"pushSecretSpec": push_spec(),
+               "namespaceSelectors": [{"matchExpressions": [{"key": "push", "operator": "In", "values": []}]}]}),
+    )
+    .await;
+    let st = wait_for("ClusterPushSecret Errored", TIMEOUT, || async {
+        let st = cps_status(&env).await;
+        let c = st["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Ready")?
+            .clone();
+        (c["reason"] == "Errored").then_some(st)
+    })
+    .await
+    .unwrap();
+    let c = &st["conditions"][0];
+    assert_eq!(c["status"], "False");
+    assert_eq!(c["message"], "failed to get target Namespaces");
+    assert!(c["lastTransitionTime"].is_string(), "{st}");
+    assert_eq!(st["pushSecretName"], CPS);
+    let note = wait_event(&env, CPS, "Errored", "failed to get target Namespaces").await;
+    assert_eq!(note, "failed to get target Namespaces");
+    let ev = events(&env)
+        .await
+        .into_iter()
+        .find(|e| e.4 == CPS && e.2 == "Errored")
+        .unwrap();
+    assert_eq!(
+        (ev.0.as_str(), ev.1.as_str()),
+        ("external-secrets-controller", "Warning")
+    );
+
+    // Fixing the selector makes it Ready (no matching namespace: nothing provisioned).
+    apply_cps(
+        &env,
+        json!({"pushSecretSpec": push_spec(),
+               "namespaceSelectors": [{"matchLabels": {"push": "nowhere"}}]}),
+    )
+    .await;
+    wait_for("ClusterPushSecret Ready", TIMEOUT, || async {
+        let st = cps_status(&env).await;
+        (st["conditions"] == json!([{"type": "Ready", "status": "True"}])).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconciler_flag_false_disables_cluster_push_secrets() {
     let env = Env::start().await.unwrap();
     let _esr = env
