@@ -15,7 +15,8 @@
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -37,8 +38,8 @@ pub const RELOAD_ANNOTATION: &str = "esr.external-secrets.io/reload";
 /// Prefix of the pod template annotation carrying a Secret's data hash.
 pub const HASH_ANNOTATION_PREFIX: &str = "esr.external-secrets.io/secret-hash-";
 
-/// How long a Secret write waits for a workload cache's first list (only right after start, or
-/// when the kind is not served / not allowed, in which case that kind is skipped).
+/// How long the first Secret write waits for the workload caches' first lists (a kind that is not
+/// served or not allowed is skipped until its watch works).
 const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// Secret names a pod spec references (volumes, projected volumes, env, envFrom; containers and
@@ -228,6 +229,8 @@ where
 #[derive(Clone)]
 pub struct WorkloadCache {
     client: Client,
+    /// Set once a Secret write waited for the first lists; later writes never wait.
+    waited: Arc<AtomicBool>,
     deployments: Store<PartialObjectMeta<Deployment>>,
     statefulsets: Store<PartialObjectMeta<StatefulSet>>,
     daemonsets: Store<PartialObjectMeta<DaemonSet>>,
@@ -252,6 +255,7 @@ impl WorkloadCache {
             statefulsets: start_kind::<StatefulSet>(&client, namespace, "StatefulSet"),
             daemonsets: start_kind::<DaemonSet>(&client, namespace, "DaemonSet"),
             client,
+            waited: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -296,13 +300,17 @@ impl WorkloadCache {
     /// Patch the pod template of every opted-in workload of `ns` using `secret` whose recorded
     /// hash differs from `data_hash`. Returns how many were patched. Errors are logged.
     pub async fn on_secret_changed(&self, ns: &str, secret: &str, data_hash: &str) -> usize {
-        let ready = self.wait_ready(READY_WAIT).await;
-        if !ready {
-            debug!(
-                namespace = ns,
-                secret,
-                "rollout: some workload kinds are not listed (yet); rolling the listed ones"
-            );
+        // Only the first write(s) after start wait for the initial lists; a kind that cannot be
+        // listed (not served, not allowed) must not delay every later Secret write.
+        if !self.waited.load(Ordering::Relaxed) {
+            if !self.wait_ready(READY_WAIT).await {
+                debug!(
+                    namespace = ns,
+                    secret,
+                    "rollout: some workload kinds are not listed (yet); rolling the listed ones"
+                );
+            }
+            self.waited.store(true, Ordering::Relaxed);
         }
         let [deps, stss, dss] = self.candidates(ns, secret);
         let mut total = 0;
