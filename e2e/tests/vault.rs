@@ -107,6 +107,20 @@ impl Bao {
     }
 }
 
+/// `externalsecret_provider_api_calls_count` for `HashiCorp/Vault`, one call and status.
+fn vault_calls(metrics: &str, call: &str, status: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("externalsecret_provider_api_calls_count")
+                && l.contains(r#"provider="HashiCorp/Vault""#)
+                && l.contains(&format!(r#"call="{call}""#))
+                && l.contains(&format!(r#"status="{status}""#))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 fn metrics_text(addr: &str) -> String {
     let out = Command::new("curl")
         .args(["-sS", "-f"])
@@ -204,20 +218,8 @@ async fn controller_syncs_from_openbao_with_approle_and_picks_up_rotation() {
 
     // One AppRole login served the store validation and every refresh (token cached per store).
     let metrics = metrics_text(esr.metrics_addr.as_deref().unwrap());
-    let count = |call: &str, status: &str| -> f64 {
-        metrics
-            .lines()
-            .filter(|l| {
-                l.starts_with("externalsecret_provider_api_calls_count")
-                    && l.contains(r#"provider="HashiCorp/Vault""#)
-                    && l.contains(&format!(r#"call="{call}""#))
-                    && l.contains(&format!(r#"status="{status}""#))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    };
-    let logins = count("Login", "success");
-    let reads = count("ReadSecretData", "success");
+    let logins = vault_calls(&metrics, "Login", "success");
+    let reads = vault_calls(&metrics, "ReadSecretData", "success");
     println!("vault-controller-scenario: logins={logins} reads={reads}");
     assert_eq!(logins, 1.0, "{metrics}");
     assert!(reads >= 4.0, "{metrics}");
@@ -590,6 +592,17 @@ async fn vault_dynamic_secret_token_is_renewed_not_reissued() {
         "the token was re-issued"
     );
     assert_eq!(bao.token_count(), base + 2, "esr minted extra tokens");
+    // The generator's calls are counted like the provider's: two issues, the renewals.
+    let metrics = metrics_text(esr.metrics_addr.as_deref().unwrap());
+    assert_eq!(
+        vault_calls(&metrics, "GeneratorRequest", "success"),
+        2.0,
+        "{metrics}"
+    );
+    assert!(
+        vault_calls(&metrics, "RenewLease", "success") >= 4.0,
+        "{metrics}"
+    );
     let looked = bao.lookup(&tok);
     assert!(looked["ttl"].as_i64().unwrap() > 0);
     assert!(

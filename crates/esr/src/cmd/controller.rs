@@ -248,6 +248,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     ));
 
     let lease_client = client.clone();
+    let generator_recorder: Arc<dyn esr_provider::metrics::CallRecorder> =
+        Arc::new(metrics.clone());
     let kube_access = Arc::new(KubeClientAccess::with_config(client.clone(), config));
     let templates = Arc::new(esr_controller::template::EsoTemplates::new());
     let runtime = Runtime::new(
@@ -299,7 +301,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
-    crate::generators::registry(lease_client.clone()).install();
+    crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder).install();
     let ps_ctrl = args.enable_push_secret_reconciler.then(|| {
         let rx = stop_rx.clone();
         tokio::spawn(esr_controller::pushsecret::run(
