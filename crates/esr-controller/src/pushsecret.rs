@@ -30,8 +30,9 @@ use chrono::{DateTime, Utc};
 use esr_api::consts::FINALIZER_PUSHSECRET;
 use esr_api::v1::SecretStoreKind;
 use esr_api::v1alpha1::{
-    PushSecret, PushSecretData, PushSecretDeletionPolicy, PushSecretMatch, PushSecretRemoteRef,
-    PushSecretRewrite, PushSecretSpec, PushSecretUpdatePolicy,
+    PushSecret, PushSecretConversionStrategy, PushSecretData, PushSecretDeletionPolicy,
+    PushSecretMatch, PushSecretRemoteRef, PushSecretRewrite, PushSecretSpec,
+    PushSecretUpdatePolicy,
 };
 use esr_provider::store::{StoreRef, StoreResolution, resolve_store};
 use esr_provider::{ClientContext, PushRemoteRef, PushRequest, SecretsClient, StoreKind};
@@ -195,17 +196,16 @@ pub fn entries_for_selected(
             only_keys: None,
         });
     }
-    let keys: Vec<String> = source
-        .data
-        .iter()
-        .flatten()
-        .map(|(k, _)| k.clone())
-        .collect();
     for (i, dt) in spec.data_to.iter().flatten().enumerate() {
         let Some(sr) = &dt.store_ref else { continue };
         if !data_to_targets(sr, store).map_err(|e| format!("dataTo[{i}]: {e}"))? {
             continue;
         }
+        // Keys are converted (conversionStrategy) before they are matched and rewritten (ESO).
+        let keys: Vec<String> = reverse_keys(dt.conversion_strategy, source)
+            .map_err(|e| format!("dataTo[{i}]: conversion failed: {e}"))?
+            .into_keys()
+            .collect();
         let re = match dt
             .match_
             .as_ref()
@@ -284,16 +284,15 @@ pub fn entries_for_selected(
 /// Builds the provider request of an entry.
 pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, String> {
     let mut src = source.clone();
-    if let Some(only) = &entry.only_keys {
-        let data: BTreeMap<String, ByteString> = source
-            .data
-            .iter()
-            .flatten()
+    let converted = reverse_keys(entry.data.conversion_strategy, source)
+        .map_err(|e| format!("could not apply conversion strategy to keys: {e}"))?;
+    src.data = Some(match &entry.only_keys {
+        Some(only) => converted
+            .into_iter()
             .filter(|(k, _)| only.contains(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        src.data = Some(data);
-    }
+            .collect(),
+        None => converted,
+    });
     PushRequest::from_secret(
         src,
         entry.remote.clone(),
@@ -301,6 +300,42 @@ pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, String
         entry.data.metadata.as_ref().map(|m| m.0.clone()),
     )
     .map_err(|e| e.to_string())
+}
+
+/// `conversionStrategy: ReverseUnicode` on one key: every `_U<4 or 5 hex digits>_` sequence (as
+/// written by ExternalSecret `conversionStrategy: Unicode`) becomes the character it encodes.
+pub fn reverse_unicode(key: &str) -> String {
+    static RE: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    let Some(re) = RE
+        .get_or_init(|| Regex::new("_U([0-9a-fA-F]{4,5})_").ok())
+        .as_ref()
+    else {
+        return key.to_string();
+    };
+    re.replace_all(key, |c: &regex::Captures<'_>| {
+        let n = u32::from_str_radix(&c[1], 16).unwrap_or(0xFFFD);
+        char::from_u32(n).unwrap_or('\u{FFFD}').to_string()
+    })
+    .into_owned()
+}
+
+/// The source Secret's data with its keys converted (ESO `ReverseKeys`); two keys converting to
+/// the same name are an error.
+pub fn reverse_keys(
+    strategy: Option<PushSecretConversionStrategy>,
+    source: &Secret,
+) -> Result<BTreeMap<String, ByteString>, String> {
+    let mut out = BTreeMap::new();
+    for (k, v) in source.data.iter().flatten() {
+        let key = match strategy {
+            Some(PushSecretConversionStrategy::ReverseUnicode) => reverse_unicode(k),
+            _ => k.clone(),
+        };
+        if out.insert(key.clone(), v.clone()).is_some() {
+            return Err(format!("secret name collision during conversion: {key}"));
+        }
+    }
+    Ok(out)
 }
 
 /// Entries in `old` that are not in `new` (to delete with `deletionPolicy: Delete`).

@@ -522,3 +522,50 @@ fn store_finalizer_references() {
     .unwrap();
     assert!(!store_matches_ref(&invalid, ss_kind, "x", &none));
 }
+
+#[test]
+fn reverse_unicode_conversion_of_keys() {
+    assert_eq!(
+        reverse_unicode("some-array_U005b_0_U005d_.entity"),
+        "some-array[0].entity"
+    );
+    assert_eq!(reverse_unicode("emoji_U1f600_!"), "emoji\u{1f600}!");
+    assert_eq!(reverse_unicode("plain_Uzz_key"), "plain_Uzz_key");
+    // Surrogates are not characters: replaced like Go's %c does.
+    assert_eq!(reverse_unicode("_Ud800_"), "\u{FFFD}");
+    let src: Secret = serde_json::from_value(json!({"metadata": {"name": "s"},
+        "data": {"some-array_U005b_0_U005d_.entity": "dmFsdWU=", "other": "eA=="}}))
+    .unwrap();
+    // data[]: secretKey names the converted key.
+    let s = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"secret": {"name": "src"}},
+        "data": [{"conversionStrategy": "ReverseUnicode",
+                  "match": {"secretKey": "some-array[0].entity", "remoteRef": {"remoteKey": "r"}}},
+                 {"match": {"secretKey": "some-array[0].entity", "remoteRef": {"remoteKey": "unconverted"}}}]}),
+    );
+    let e = entries_for_store(&s, &ss("s"), &src).unwrap();
+    assert_eq!(request(&e[0], &src).unwrap().value, b"value");
+    assert!(
+        request(&e[1], &src)
+            .unwrap_err()
+            .contains("failed to find secret key")
+    );
+    // dataTo: keys are converted before matching and rewriting.
+    let s = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"secret": {"name": "src"}},
+        "dataTo": [{"storeRef": {"name": "s"}, "conversionStrategy": "ReverseUnicode", "match": {"regexp": "\\["}}]}),
+    );
+    let e = entries_for_store(&s, &ss("s"), &src).unwrap();
+    assert_eq!(e.len(), 1);
+    assert_eq!(status_key(&e[0].remote), "some-array[0].entity");
+    assert_eq!(request(&e[0], &src).unwrap().value, b"value");
+    // Collisions are errors.
+    let clash: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "s"}, "data": {"a_U002e_b": "eA==", "a.b": "eQ=="}}),
+    )
+    .unwrap();
+    assert_eq!(
+        reverse_keys(Some(PushSecretConversionStrategy::ReverseUnicode), &clash).unwrap_err(),
+        "secret name collision during conversion: a.b"
+    );
+}
