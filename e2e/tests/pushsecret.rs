@@ -684,3 +684,103 @@ async fn store_finalizer_blocks_store_deletion_while_referenced() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_store_selected_by_label_gets_the_finalizer_while_referenced() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    let ns = env.namespace("push-css").await.unwrap();
+    let mut css = fake_css("push-css", json!([]));
+    css["metadata"]["labels"] = json!({"push-target": "yes"});
+    apply(&env, "", css).await;
+    apply(&env, "", fake_css("other-css", json!([]))).await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "src"},
+               "stringData": {"user": "u1", "pass": "p1"}}),
+    )
+    .await;
+    let spec = |policy: &str| {
+        json!({"refreshInterval": "1s", "deletionPolicy": policy,
+               "secretStoreRefs": [{"labelSelector": {"matchLabels": {"push-target": "yes"}},
+                                    "kind": "ClusterSecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "dataTo": [{"storeRef": {"labelSelector": {"matchLabels": {"push-target": "yes"}},
+                                        "kind": "ClusterSecretStore"},
+                           "remoteKey": "bundle"}]})
+    };
+    apply_ps(&env, &ns, "bulk", spec("Delete")).await;
+    let ps = wait_ps(&env, &ns, "bulk", "True", "Synced").await;
+    assert_eq!(
+        synced_keys(&ps, "ClusterSecretStore/push-css"),
+        vec!["bundle"]
+    );
+    // The bundle reads back as one JSON object.
+    apply(
+        &env,
+        &ns,
+        es(
+            "bundle",
+            json!({"refreshInterval": "1s",
+                   "secretStoreRef": {"name": "push-css", "kind": "ClusterSecretStore"},
+                   "target": {"name": "bundle"},
+                   "dataFrom": [{"extract": {"key": "bundle"}}]}),
+        ),
+    )
+    .await;
+    wait_secret_data(&env, &ns, "bundle", &[("user", "u1"), ("pass", "p1")]).await;
+    let css_fins = |name: &'static str| {
+        let env = &env;
+        async move {
+            get(env, "ClusterSecretStore", "", name)
+                .await
+                .map(|s| finalizers(&s))
+        }
+    };
+    wait_for("cluster store finalizer added", TIMEOUT, || async {
+        css_fins("push-css")
+            .await?
+            .iter()
+            .any(|f| f == STORE_FINALIZER)
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(
+        !css_fins("other-css")
+            .await
+            .unwrap()
+            .iter()
+            .any(|f| f == STORE_FINALIZER)
+    );
+    // Deleting the PushSecret deletes the bundle through the store and releases it.
+    ps_api(&env, &ns)
+        .delete("bulk", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("PushSecret gone", TIMEOUT, || async {
+        get_ps(&env, &ns, "bulk").await.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    wait_for("cluster store released", TIMEOUT, || async {
+        (!css_fins("push-css")
+            .await?
+            .iter()
+            .any(|f| f == STORE_FINALIZER))
+        .then_some(())
+    })
+    .await
+    .unwrap();
+    // The pushed bundle is gone from the fake store: the ExternalSecret can no longer read it.
+    wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "bundle",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+}
