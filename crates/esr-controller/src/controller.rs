@@ -52,6 +52,9 @@ pub struct Config {
     pub cluster_stores: bool,
     /// Identity of this instance in events.
     pub instance: Option<String>,
+    /// `--enable-push-secret-reconciler`: the store controllers then also manage the store
+    /// finalizer for PushSecrets with `deletionPolicy: Delete` (as ESO).
+    pub push_secrets: bool,
 }
 
 impl Default for Config {
@@ -64,6 +67,7 @@ impl Default for Config {
             store_requeue_interval: Duration::from_secs(300),
             cluster_stores: true,
             instance: None,
+            push_secrets: true,
         }
     }
 }
@@ -702,7 +706,8 @@ impl Runtime {
                 }
             });
 
-        let stores = crate::stores::StoreControllers::new(ctx.clone());
+        let stores = crate::stores::StoreControllers::new(ctx.clone())
+            .with_push_secret_finalizer(ctx.config.push_secrets);
         let s2 = shutdown_all.clone();
         let s3 = shutdown_all.clone();
         let ss_ctrl = stores.run_secret_stores(ns.clone(), s2);

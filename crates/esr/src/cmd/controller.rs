@@ -211,6 +211,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         flood_gate: args.enable_flood_gate,
         store_requeue_interval: store_requeue,
         cluster_stores: args.enable_cluster_store_reconciler,
+        push_secrets: args.enable_push_secret_reconciler,
         instance: std::env::var("POD_NAME")
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
