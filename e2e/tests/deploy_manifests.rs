@@ -347,6 +347,67 @@ async fn rbac_observed_calls() {
     })
     .await
     .unwrap();
+    // A PushSecret with deletionPolicy Delete puts the store finalizer on SecretStore "fake"
+    // (patch secretstores); a ClusterPushSecret creates PushSecrets in the namespaces it selects.
+    ssa(
+        &ps_api,
+        json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret", "metadata": {"name": "push-del"},
+            "spec": {"refreshInterval": "1h", "deletionPolicy": "Delete",
+                "secretStoreRefs": [{"name": "fake", "kind": "SecretStore"}],
+                "selector": {"secret": {"name": "src"}},
+                "data": [{"match": {"secretKey": "k", "remoteRef": {"remoteKey": "pushed-del"}}}]}}),
+    )
+    .await;
+    let ss_api = dyn_api(
+        &env,
+        "external-secrets.io",
+        "v1",
+        "SecretStore",
+        "secretstores",
+        Some(&ns),
+    );
+    wait_for("store finalizer on SecretStore fake", TIMEOUT, || async {
+        let s = ss_api.get("fake").await.ok()?;
+        s.metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f == "secretstore.externalsecrets.io/finalizer")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    let cps_ns = env.namespace("rbaccps").await.unwrap();
+    apply(&env, &cps_ns, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "src"}, "stringData": {"k": "v"}})).await;
+    ssa(
+        &dyn_api(&env, "external-secrets.io", "v1alpha1", "ClusterPushSecret", "clusterpushsecrets", None),
+        json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "ClusterPushSecret", "metadata": {"name": format!("rbac-{cps_ns}")},
+            "spec": {"namespaceSelectors": [{"matchLabels": {"kubernetes.io/metadata.name": cps_ns}}],
+                "pushSecretSpec": {"refreshInterval": "1h",
+                    "secretStoreRefs": [{"name": "rbac-fake", "kind": "ClusterSecretStore"}],
+                    "selector": {"secret": {"name": "src"}},
+                    "data": [{"match": {"secretKey": "k", "remoteRef": {"remoteKey": "pushed-cps"}}}]}}}),
+    )
+    .await;
+    let cps_ps = dyn_api(
+        &env,
+        "external-secrets.io",
+        "v1alpha1",
+        "PushSecret",
+        "pushsecrets",
+        Some(&cps_ns),
+    );
+    wait_for(
+        "ClusterPushSecret created its PushSecret",
+        TIMEOUT,
+        || async {
+            let ps =
+                serde_json::to_value(cps_ps.get(&format!("rbac-{cps_ns}")).await.ok()?).ok()?;
+            (!ready(&ps).0.is_empty()).then_some(())
+        },
+    )
+    .await
+    .unwrap();
     // The ClusterExternalSecret reconciler may be switched off or still missing in this build:
     // its calls are recorded when it ran.
     let ces_ran = wait_for("ClusterExternalSecret created c", TIMEOUT, || async {
@@ -396,6 +457,16 @@ async fn rbac_observed_calls() {
         .await
         .unwrap();
     }
+    // Deleting the PushSecret with deletionPolicy Delete removes the remote entry and its finalizer.
+    ps_api
+        .delete("push-del", &Default::default())
+        .await
+        .unwrap();
+    wait_for("PushSecret push-del gone", TIMEOUT, || async {
+        ps_api.get("push-del").await.is_err().then_some(())
+    })
+    .await
+    .unwrap();
     delete(&env, "ExternalSecret", &ns, "a").await;
     wait_for("ExternalSecret a gone", TIMEOUT, || async {
         get(&env, "ExternalSecret", &ns, "a")

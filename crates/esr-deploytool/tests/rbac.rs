@@ -152,6 +152,36 @@ const ALLOWLIST: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "external-secrets.io",
+        "clusterpushsecrets/finalizers",
+        "update",
+        "OwnerReferencesPermissionEnforcement: a PushSecret's blockOwnerDeletion ownerRef to its ClusterPushSecret",
+    ),
+    (
+        "external-secrets.io",
+        "clustersecretstores",
+        "patch",
+        "store finalizer while a PushSecret with deletionPolicy Delete pushes to a ClusterSecretStore (stores.rs)",
+    ),
+    (
+        "external-secrets.io",
+        "pushsecrets",
+        "update",
+        "ClusterPushSecret replaces an owned PushSecret whose spec drifted (clusterpushsecret.rs)",
+    ),
+    (
+        "external-secrets.io",
+        "pushsecrets",
+        "delete",
+        "ClusterPushSecret deletes PushSecrets of namespaces that no longer match (clusterpushsecret.rs)",
+    ),
+    (
+        "external-secrets.io",
+        "pushsecrets",
+        "get",
+        "ClusterPushSecret reads an existing PushSecret after a create conflict (clusterpushsecret.rs)",
+    ),
+    (
+        "external-secrets.io",
         "clusterexternalsecrets/finalizers",
         "update",
         "OwnerReferencesPermissionEnforcement: an ExternalSecret's blockOwnerDeletion ownerRef to its ClusterExternalSecret",
