@@ -142,3 +142,70 @@ async fn wait_for_secs(env: &Env, ns: &str, name: &str, secs: u64) -> bool {
     .await
     .is_ok()
 }
+
+/// A graceful stop (SIGTERM, as in a rolling update) hands the Lease back after the leader's last
+/// write, so the standby takes over at its next retry instead of after the lease duration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_stop_releases_the_lease_after_the_last_write() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("lerel").await.unwrap();
+    let args = [
+        "--enable-leader-election",
+        "--leader-election-id=esr-e2e-release",
+        &format!("--leader-election-namespace={ns}"),
+    ]
+    .map(|s| s.to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    apply(
+        &env,
+        &ns,
+        fake_ss("fake", json!([{"key": "/k", "value": "v"}])),
+    )
+    .await;
+    let mut leader = env.start_esr(&args).unwrap();
+    apply(&env, &ns, es_named("one")).await;
+    wait_condition(&env, "ExternalSecret", &ns, "one", "True", "SecretSynced").await;
+    let leases: kube::Api<Lease> = kube::Api::namespaced(env.client(), &ns);
+    let held = leases.get("esr-e2e-release").await.unwrap();
+    let old_holder = held.spec.as_ref().unwrap().holder_identity.clone().unwrap();
+    let standby = env.start_esr(&args).unwrap();
+    if let Some(a) = env.audit() {
+        a.clear();
+    }
+
+    leader.stop();
+    leader.wait_exit(Duration::from_secs(30)).await.unwrap();
+    // Released: no holder any more, or already the standby; never the stopped leader.
+    let after = leases.get("esr-e2e-release").await.unwrap();
+    let holder = after.spec.as_ref().unwrap().holder_identity.clone();
+    assert_ne!(
+        holder.as_deref(),
+        Some(old_holder.as_str()),
+        "the stopped leader still holds the Lease; leader log:\n{}",
+        leader.logs()
+    );
+    assert!(
+        leader.logs().contains("released leadership"),
+        "{}",
+        leader.logs()
+    );
+    // The standby takes over and reconciles.
+    apply(&env, &ns, es_named("two")).await;
+    assert!(
+        wait_for_secs(&env, &ns, "two", 60).await,
+        "standby log:\n{}",
+        standby.logs()
+    );
+    // The leader's Lease release was its last write (no write after handing over).
+    if let Some(audit) = env.audit() {
+        let tag = format!("(pid {})", leader.pid());
+        let writes: Vec<_> = audit
+            .entries()
+            .into_iter()
+            .filter(|e| e.user_agent.ends_with(&tag) && is_write(&e.verb) && e.code < 300)
+            .collect();
+        let last = writes.last().expect("the leader released the Lease");
+        assert_eq!(last.resource, "leases", "{writes:?}");
+    }
+}

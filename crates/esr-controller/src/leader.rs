@@ -179,6 +179,44 @@ pub async fn acquire(
     }
 }
 
+/// The Lease spec that hands leadership back (client-go's `ReleaseOnCancel`): no holder, a 1 s
+/// duration, the transition count kept, so a standby takes over at its next retry instead of
+/// waiting for the lease to expire.
+pub fn released_spec(prev: &LeaseSpec, now: DateTime<Utc>) -> LeaseSpec {
+    LeaseSpec {
+        holder_identity: None,
+        lease_duration_seconds: Some(1),
+        acquire_time: micro(now),
+        renew_time: micro(now),
+        lease_transitions: prev.lease_transitions,
+        ..Default::default()
+    }
+}
+
+/// Gives up the Lease if this instance still holds it. Call it only after every controller has
+/// stopped writing (a graceful shutdown), so two instances never write at the same time. Returns
+/// true when the Lease was released.
+pub async fn release(api: &Api<Lease>, name: &str, me: &str) -> Result<bool, kube::Error> {
+    let Some(mut lease) = api.get_opt(name).await? else {
+        return Ok(false);
+    };
+    let Some(spec) = lease.spec.as_ref() else {
+        return Ok(false);
+    };
+    if spec.holder_identity.as_deref() != Some(me) {
+        return Ok(false);
+    }
+    lease.spec = Some(released_spec(spec, Utc::now()));
+    match api.replace(name, &PostParams::default(), &lease).await {
+        Ok(_) => {
+            info!(lease = %name, identity = %me, "released leadership");
+            Ok(true)
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Keeps renewing; resolves when leadership is lost (no successful renewal within the deadline).
 pub async fn hold(api: Api<Lease>, name: String, me: String, timings: LeaseTimings) {
     let mut last_ok = tokio::time::Instant::now();
@@ -206,6 +244,24 @@ mod tests {
 
     fn t(s: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, s).unwrap()
+    }
+
+    #[test]
+    fn released_lease_is_taken_over_at_once() {
+        let timings = LeaseTimings::default();
+        let held = spec_for("old", t(10), &timings, None, false);
+        let released = released_spec(&held, t(11));
+        assert_eq!(released.holder_identity, None);
+        assert_eq!(released.lease_transitions, held.lease_transitions);
+        // Still within the old 15 s lease: a standby takes it over instead of waiting.
+        assert_eq!(
+            decide(Some(&released), "new", t(12), &timings),
+            LeaseAction::TakeOver
+        );
+        assert_eq!(
+            decide(Some(&held), "new", t(12), &timings),
+            LeaseAction::Wait
+        );
     }
 
     #[test]

@@ -267,7 +267,9 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         let rx = stop_rx.clone();
         async move { stopped(rx).await }
     };
-    let leader = if args.enable_leader_election {
+    let mut lease_release: Option<(kube::Api<k8s_openapi::api::coordination::v1::Lease>, String)> =
+        None;
+    let mut leader = if args.enable_leader_election {
         let ns = args
             .leader_election_namespace
             .clone()
@@ -293,6 +295,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
                 return Ok(());
             }
         };
+        lease_release = Some((api.clone(), me.clone()));
         Some(tokio::spawn(esr_controller::leader::hold(
             api,
             args.leader_election_id.clone(),
@@ -311,6 +314,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         ))
     });
     let instance = runtime.ctx.config.instance.clone();
+    // Rollout on rotation: the workload caches watch esr's namespace scope (a namespace-only Role
+    // cannot list workloads cluster-wide).
+    let rollout_scope = Some(args.namespace.clone()).filter(|n| !n.is_empty());
+    esr_controller::rollout::start_shared(&lease_client, rollout_scope.as_deref());
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
     let ns_feed = esr_controller::ces::NamespaceFeed::new();
@@ -348,7 +355,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         tokio::spawn(ns_feed.run(lease_client.clone(), async move { stopped(rx).await }))
     });
     let lost = async {
-        match leader {
+        match leader.as_mut() {
             Some(h) => {
                 let _ = h.await;
             }
@@ -377,6 +384,17 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     }
     if let Some(h) = ps_ctrl {
         let _ = h.await;
+    }
+    // Every controller has stopped: hand the Lease back so a standby (or the next pod of a
+    // rolling update) takes over at once instead of after the lease duration.
+    if let Some(h) = &leader {
+        h.abort();
+    }
+    if !leadership_lost
+        && let Some((api, me)) = &lease_release
+        && let Err(e) = esr_controller::leader::release(api, &args.leader_election_id, me).await
+    {
+        warn!(error = %e, "could not release the lease; a standby takes over when it expires");
     }
     let _ = m_srv.await;
     let _ = l_srv.await;
