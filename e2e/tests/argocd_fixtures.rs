@@ -323,7 +323,7 @@ async fn clusterexternalsecret_states_for_argocd_health() {
     assert!(ready(&fresh).0.is_empty(), "{fresh}");
     record_ces("progressing-controller-down", fresh, &names);
 
-    let _esr = env.start_esr(&[]).unwrap();
+    let mut esr = env.start_esr(&[]).unwrap();
     let healthy = wait_for("ClusterExternalSecret ready", TIMEOUT, || async {
         let o = get_ces(&env, &healthy_name).await?;
         (ready(&o).0 == "True").then_some(o)
@@ -334,7 +334,7 @@ async fn clusterexternalsecret_states_for_argocd_health() {
         healthy.pointer("/status/provisionedNamespaces"),
         Some(&json!([a]))
     );
-    record_ces("healthy", healthy, &names);
+    record_ces("healthy", healthy.clone(), &names);
 
     let broken_name = format!("argocd-broken-{a}");
     apply_ces(&env, &broken_name, "shared", &[&a, &b]).await;
@@ -349,4 +349,18 @@ async fn clusterexternalsecret_states_for_argocd_health() {
         Some(&json!(b))
     );
     record_ces("degraded", degraded, &names);
+
+    // The controller stops, then the healthy CES's spec changes: the old Ready=True status is
+    // for generation 1 (status.observedGeneration), so Argo CD must not report Healthy.
+    assert_eq!(
+        healthy.pointer("/status/observedGeneration"),
+        healthy.pointer("/metadata/generation")
+    );
+    esr.stop();
+    apply_ces(&env, &healthy_name, "app-v2", &[&a]).await;
+    let stale = get_ces(&env, &healthy_name).await.unwrap();
+    assert_eq!(ready(&stale).0, "True", "{stale}");
+    assert_eq!(stale.pointer("/metadata/generation"), Some(&json!(2)));
+    assert_eq!(stale.pointer("/status/observedGeneration"), Some(&json!(1)));
+    record_ces("progressing-spec-changed-controller-down", stale, &names);
 }

@@ -276,6 +276,7 @@ pub fn status(
         }),
         provisioned_namespaces: (!provisioned.is_empty()).then_some(provisioned),
         conditions: Some(vec![cond]),
+        observed_generation: None,
     }
 }
 
@@ -679,7 +680,8 @@ async fn reconcile_inner(
             .insert(uid.clone(), generation);
     }
 
-    let st = status(&target, provisioned, failed.clone());
+    let mut st = status(&target, provisioned, failed.clone());
+    st.observed_generation = ces.meta().generation;
     let ready = failed.is_empty();
     if ces.status.as_ref() != Some(&st) {
         let mut body = serde_json::to_value(&st).unwrap_or_default();

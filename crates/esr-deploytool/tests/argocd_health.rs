@@ -118,6 +118,7 @@ fn clusterexternalsecret_health_fixtures() {
     for file in [
         "e2e-healthy.json",
         "e2e-degraded.json",
+        "e2e-progressing-spec-changed-controller-down.json",
         "e2e-progressing-controller-down.json",
     ] {
         assert!(

@@ -103,6 +103,11 @@ pub struct ClusterExternalSecretStatus {
     /// Conditions (`Ready`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<ClusterExternalSecretStatusCondition>>,
+    /// `metadata.generation` the controller last reconciled (esr extension, not in ESO's schema),
+    /// so that Argo CD health checks and kstatus-based tools (Flux) can tell a status that
+    /// predates the current spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// A namespace where provisioning failed.
