@@ -19,7 +19,7 @@ use esr_api::v1::{
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
@@ -325,14 +325,13 @@ pub fn desired_annotations(ces: &ClusterExternalSecret) -> BTreeMap<String, Stri
 /// The ExternalSecret to create in `namespace`.
 pub fn desired_es(ces: &ClusterExternalSecret, namespace: &str) -> ExternalSecret {
     ExternalSecret {
-        metadata: ObjectMeta {
-            name: Some(es_name(ces)),
-            namespace: Some(namespace.to_string()),
-            labels: Some(desired_labels(ces)),
-            annotations: Some(desired_annotations(ces)),
-            owner_references: Some(vec![owner_ref(ces)]),
-            ..Default::default()
-        },
+        metadata: crate::fanout::child_meta(
+            es_name(ces),
+            namespace,
+            desired_labels(ces),
+            desired_annotations(ces),
+            owner_ref(ces),
+        ),
         spec: ces.spec.external_secret_spec.clone(),
         status: None,
     }
@@ -342,17 +341,12 @@ pub fn desired_es(ces: &ClusterExternalSecret, namespace: &str) -> ExternalSecre
 /// replaced, spec copied, controller ownerRef set; other owner references kept).
 pub fn updated_es(ces: &ClusterExternalSecret, existing: &ExternalSecret) -> ExternalSecret {
     let mut es = existing.clone();
-    es.metadata.labels = Some(desired_labels(ces));
-    es.metadata.annotations = Some(desired_annotations(ces));
-    let mut refs: Vec<OwnerReference> = existing
-        .owner_references()
-        .iter()
-        .filter(|o| o.controller != Some(true))
-        .cloned()
-        .collect();
-    refs.push(owner_ref(ces));
-    es.metadata.owner_references = Some(refs);
-    es.metadata.managed_fields = None;
+    crate::fanout::take_over_meta(
+        &mut es.metadata,
+        desired_labels(ces),
+        desired_annotations(ces),
+        owner_ref(ces),
+    );
     es.spec = ces.spec.external_secret_spec.clone();
     es.status = None;
     es

@@ -24,7 +24,7 @@ use esr_api::v1alpha1::{
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
@@ -307,14 +307,13 @@ fn desired_annotations(cps: &ClusterPushSecret) -> BTreeMap<String, String> {
 /// spec copied, a controller owner reference to the ClusterPushSecret.
 pub fn desired_ps(cps: &ClusterPushSecret, namespace: &str) -> PushSecret {
     PushSecret {
-        metadata: ObjectMeta {
-            name: Some(ps_name(cps)),
-            namespace: Some(namespace.to_string()),
-            labels: Some(desired_labels(cps)),
-            annotations: Some(desired_annotations(cps)),
-            owner_references: Some(vec![owner_ref(cps)]),
-            ..Default::default()
-        },
+        metadata: crate::fanout::child_meta(
+            ps_name(cps),
+            namespace,
+            desired_labels(cps),
+            desired_annotations(cps),
+            owner_ref(cps),
+        ),
         spec: cps.spec.push_secret_spec.clone(),
         status: None,
     }
@@ -325,17 +324,12 @@ pub fn desired_ps(cps: &ClusterPushSecret, namespace: &str) -> PushSecret {
 /// finalizers kept).
 pub fn updated_ps(cps: &ClusterPushSecret, existing: &PushSecret) -> PushSecret {
     let mut ps = existing.clone();
-    ps.metadata.labels = Some(desired_labels(cps));
-    ps.metadata.annotations = Some(desired_annotations(cps));
-    let mut refs: Vec<OwnerReference> = existing
-        .owner_references()
-        .iter()
-        .filter(|o| o.controller != Some(true))
-        .cloned()
-        .collect();
-    refs.push(owner_ref(cps));
-    ps.metadata.owner_references = Some(refs);
-    ps.metadata.managed_fields = None;
+    crate::fanout::take_over_meta(
+        &mut ps.metadata,
+        desired_labels(cps),
+        desired_annotations(cps),
+        owner_ref(cps),
+    );
     ps.spec = cps.spec.push_secret_spec.clone();
     ps.status = None;
     ps

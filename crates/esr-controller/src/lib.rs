@@ -2,6 +2,7 @@ pub mod ces;
 pub mod clusterpushsecret;
 pub mod controller;
 pub mod convert;
+mod fanout;
 pub mod fetch;
 pub mod generators;
 pub mod hash;
