@@ -278,6 +278,24 @@ fn finalizers(obj: &Value) -> Vec<String> {
 
 const STORE_FINALIZER: &str = "secretstore.externalsecrets.io/finalizer";
 
+/// Whether the store `kind` `ns/name` carries the store finalizer (`None`: no such store).
+async fn store_held(env: &Env, kind: &str, ns: &str, name: &str) -> Option<bool> {
+    get(env, kind, ns, name)
+        .await
+        .map(|s| finalizers(&s).iter().any(|f| f == STORE_FINALIZER))
+}
+
+/// Waits until the store's finalizer is present (`held`) or absent.
+async fn wait_store_held(env: &Env, kind: &str, ns: &str, name: &str, held: bool) {
+    wait_for(
+        &format!("{kind} {name}: store finalizer present = {held}"),
+        TIMEOUT,
+        || async { (store_held(env, kind, ns, name).await? == held).then_some(()) },
+    )
+    .await
+    .unwrap();
+}
+
 /// A fake SecretStore with labels (its pushed values can be read back with an ExternalSecret).
 fn labeled_fake_ss(name: &str, labels: Value) -> Value {
     let mut s = fake_ss(name, json!([]));
@@ -597,57 +615,21 @@ async fn store_finalizer_blocks_store_deletion_while_referenced() {
                "selector": {"secret": {"name": "src"}},
                "data": [{"match": {"secretKey": "crt", "remoteRef": {"remoteKey": "held", "property": "crt"}}}]})
     };
-    let store_fins = |name: &'static str| {
-        let env = &env;
-        let ns = ns.clone();
-        async move {
-            get(env, "SecretStore", &ns, name)
-                .await
-                .map(|s| finalizers(&s))
-        }
-    };
     apply_ps(&env, &ns, "hold", spec("Delete")).await;
     wait_ps(&env, &ns, "hold", "True", "Synced").await;
     wait_remote(&env, &dst, "held", &[("crt", "CERT1")]).await;
-    wait_for("store finalizer added", TIMEOUT, || async {
-        store_fins("k8s")
-            .await?
-            .iter()
-            .any(|f| f == STORE_FINALIZER)
-            .then_some(())
-    })
-    .await
-    .unwrap();
+    wait_store_held(&env, "SecretStore", &ns, "k8s", true).await;
     // The unreferenced store never gets it.
-    assert!(
-        !store_fins("spare")
-            .await
-            .unwrap()
-            .iter()
-            .any(|f| f == STORE_FINALIZER)
+    assert_eq!(
+        store_held(&env, "SecretStore", &ns, "spare").await,
+        Some(false)
     );
 
     // deletionPolicy None: the store is no longer held.
     apply_ps(&env, &ns, "hold", spec("None")).await;
-    wait_for("store finalizer removed", TIMEOUT, || async {
-        (!store_fins("k8s")
-            .await?
-            .iter()
-            .any(|f| f == STORE_FINALIZER))
-        .then_some(())
-    })
-    .await
-    .unwrap();
+    wait_store_held(&env, "SecretStore", &ns, "k8s", false).await;
     apply_ps(&env, &ns, "hold", spec("Delete")).await;
-    wait_for("store finalizer added again", TIMEOUT, || async {
-        store_fins("k8s")
-            .await?
-            .iter()
-            .any(|f| f == STORE_FINALIZER)
-            .then_some(())
-    })
-    .await
-    .unwrap();
+    wait_store_held(&env, "SecretStore", &ns, "k8s", true).await;
 
     // Deleting the store waits while the PushSecret references it...
     delete(&env, "SecretStore", &ns, "k8s").await;
@@ -730,29 +712,10 @@ async fn cluster_store_selected_by_label_gets_the_finalizer_while_referenced() {
     )
     .await;
     wait_secret_data(&env, &ns, "bundle", &[("user", "u1"), ("pass", "p1")]).await;
-    let css_fins = |name: &'static str| {
-        let env = &env;
-        async move {
-            get(env, "ClusterSecretStore", "", name)
-                .await
-                .map(|s| finalizers(&s))
-        }
-    };
-    wait_for("cluster store finalizer added", TIMEOUT, || async {
-        css_fins("push-css")
-            .await?
-            .iter()
-            .any(|f| f == STORE_FINALIZER)
-            .then_some(())
-    })
-    .await
-    .unwrap();
-    assert!(
-        !css_fins("other-css")
-            .await
-            .unwrap()
-            .iter()
-            .any(|f| f == STORE_FINALIZER)
+    wait_store_held(&env, "ClusterSecretStore", "", "push-css", true).await;
+    assert_eq!(
+        store_held(&env, "ClusterSecretStore", "", "other-css").await,
+        Some(false)
     );
     // Deleting the PushSecret deletes the bundle through the store and releases it.
     ps_api(&env, &ns)
@@ -764,15 +727,7 @@ async fn cluster_store_selected_by_label_gets_the_finalizer_while_referenced() {
     })
     .await
     .unwrap();
-    wait_for("cluster store released", TIMEOUT, || async {
-        (!css_fins("push-css")
-            .await?
-            .iter()
-            .any(|f| f == STORE_FINALIZER))
-        .then_some(())
-    })
-    .await
-    .unwrap();
+    wait_store_held(&env, "ClusterSecretStore", "", "push-css", false).await;
     // The pushed bundle is gone from the fake store: the ExternalSecret can no longer read it.
     wait_condition(
         &env,
