@@ -121,6 +121,25 @@ fn vault_calls(metrics: &str, call: &str, status: &str) -> f64 {
         .sum()
 }
 
+/// `esr render -f <manifest>`: its standard output and error (the test fails when render fails).
+fn esr_render(manifest: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("manifest.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let out = Command::new(esr_binary().unwrap())
+        .args(["render", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "esr render failed:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 fn metrics_text(addr: &str) -> String {
     let out = Command::new("curl")
         .args(["-sS", "-f"])
@@ -292,20 +311,7 @@ spec:
 "#,
         addr = bao.addr
     );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("manifest.yaml");
-    std::fs::write(&file, manifest).unwrap();
-    let out = Command::new(esr_binary().unwrap())
-        .args(["render", "-f"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "esr render failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, _stderr) = esr_render(&manifest);
     // base64("k1") = "azE=", base64("b") = "Yg=="
     assert!(stdout.contains("key: azE="), "{stdout}");
     assert!(stdout.contains("a: Yg=="), "{stdout}");
@@ -693,20 +699,7 @@ spec:
         token = bao.token,
         addr = bao.addr
     );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("manifest.yaml");
-    std::fs::write(&file, manifest).unwrap();
-    let out = Command::new(esr_binary().unwrap())
-        .args(["render", "-f"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "esr render failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, stderr) = esr_render(&manifest);
     let secret: k8s_openapi::api::core::v1::Secret = serde_yaml_ng::from_str(&stdout).unwrap();
     let data = decoded(&secret);
     let token = data
@@ -717,5 +710,5 @@ spec:
     let looked =
         bao.api("POST", "auth/token/lookup", Some(json!({"token": token})))["data"].clone();
     assert_eq!(looked["creation_ttl"], 600);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains(token.as_str()));
+    assert!(!stderr.contains(token.as_str()));
 }

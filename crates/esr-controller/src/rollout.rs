@@ -313,38 +313,19 @@ impl WorkloadCache {
             self.waited.store(true, Ordering::Relaxed);
         }
         let [deps, stss, dss] = self.candidates(ns, secret);
-        let mut total = 0;
-        total += roll::<Deployment>(
-            &self.client,
-            ns,
-            &deps,
-            secret,
-            data_hash,
-            "Deployment",
-            |d| d.spec.as_ref().map(|s| &s.template),
-        )
-        .await;
-        total += roll::<StatefulSet>(
-            &self.client,
-            ns,
-            &stss,
-            secret,
-            data_hash,
-            "StatefulSet",
-            |d| d.spec.as_ref().map(|s| &s.template),
-        )
-        .await;
-        total += roll::<DaemonSet>(
-            &self.client,
-            ns,
-            &dss,
-            secret,
-            data_hash,
-            "DaemonSet",
-            |d| d.spec.as_ref().map(|s| &s.template),
-        )
-        .await;
-        total
+        let (c, h) = (&self.client, data_hash);
+        roll::<Deployment>(c, ns, &deps, secret, h, "Deployment", |d| {
+            d.spec.as_ref().map(|s| &s.template)
+        })
+        .await
+            + roll::<StatefulSet>(c, ns, &stss, secret, h, "StatefulSet", |d| {
+                d.spec.as_ref().map(|s| &s.template)
+            })
+            .await
+            + roll::<DaemonSet>(c, ns, &dss, secret, h, "DaemonSet", |d| {
+                d.spec.as_ref().map(|s| &s.template)
+            })
+            .await
     }
 }
 
