@@ -473,7 +473,18 @@ pub fn apply(
         }
     }
     let to_remove = last_set.difference(&new_set).difference(&others);
-    let mut removal: Vec<FPath> = to_remove.paths();
+    // A field applied before as a whole (e.g. `labels: {}`) and now applied with children
+    // (`labels: {a: b}`) stays: only its children are tracked now, it is not removed.
+    let applied_now = new_set.paths();
+    let mut removal: Vec<FPath> = to_remove
+        .paths()
+        .into_iter()
+        .filter(|p| {
+            !applied_now
+                .iter()
+                .any(|n| n.len() > p.len() && n.starts_with(p))
+        })
+        .collect();
     removal.sort_by_key(Vec::len);
     for p in removal {
         remove_path(&mut merged, &p, schema);
@@ -853,6 +864,24 @@ mod tests {
         let cfg2 = json!({"metadata": {"name": "s"}, "data": {"a": "1"}});
         let (obj2, _) = apply(&obj, &cfg2, None, entries, "m", "v1", "", false, "t").unwrap();
         assert_eq!(obj2["data"], json!({"a": "1"}));
+    }
+
+    #[test]
+    fn apply_keeps_a_map_first_applied_empty_then_with_entries() {
+        let live = json!({"metadata": {"name": "s"}});
+        let cfg = json!({"metadata": {"name": "s", "labels": {}}, "data": {"a": "1"}});
+        let (obj, entries) = apply(&live, &cfg, None, vec![], "m", "v1", "", false, "t").unwrap();
+        let cfg2 = json!({"metadata": {"name": "s", "labels": {"x": "y"}}, "data": {"a": "1"}});
+        let (obj2, entries2) =
+            apply(&obj, &cfg2, None, entries, "m", "v1", "", false, "t").unwrap();
+        assert_eq!(obj2["metadata"]["labels"], json!({"x": "y"}));
+        // Applying without the label removes it again.
+        let cfg3 = json!({"metadata": {"name": "s"}, "data": {"a": "1"}});
+        let (obj3, _) = apply(&obj2, &cfg3, None, entries2, "m", "v1", "", false, "t").unwrap();
+        assert_eq!(
+            obj3["metadata"].get("labels").cloned().unwrap_or(json!({})),
+            json!({})
+        );
     }
 
     #[test]
