@@ -280,11 +280,12 @@ impl VaultProvider {
                 }
             }
         }
+        // As ESO: `parameters` are the body of a write (POST/PUT); GET, LIST and DELETE send none.
         let body = spec
             .parameters
             .as_ref()
             .map(|p| p.0.clone())
-            .filter(|_| method != "GET");
+            .filter(|_| !matches!(method.as_str(), "GET" | "LIST" | "DELETE"));
         let token = session.token().await?;
         let mut resp = session
             .transport

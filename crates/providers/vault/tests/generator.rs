@@ -214,3 +214,28 @@ async fn generator_retry_settings_reach_the_transport() {
     assert!(e.message().contains("retryInterval"), "{e}");
     assert_eq!(h.recorder.total(), 0);
 }
+
+/// `method: LIST` lists (e.g. the token accessors) and, as in ESO, sends no body even when
+/// `parameters` are set; the result has nothing to renew.
+#[tokio::test]
+async fn list_method_sends_no_body() {
+    let Some(bao) = bao() else { return };
+    let h = Harness::new();
+    let mut sp = spec(&bao, &h);
+    sp.path = "auth/token/accessors".into();
+    sp.method = Some("list".into());
+    sp.result_type = Some(VaultDynamicSecretResultType::Data);
+    let req = GeneratorRequest {
+        name: "lister",
+        namespace: "ns",
+        spec: &sp,
+        kube: h.kube.clone(),
+        recorder: h.recorder.clone(),
+    };
+    let before = token_count(&bao).await;
+    let (data, st) = h.provider.generate(&req, None).await.unwrap();
+    let keys: serde_json::Value = serde_json::from_slice(&data["keys"]).unwrap();
+    assert!(keys.as_array().is_some_and(|k| !k.is_empty()), "{keys}");
+    assert_eq!(st.lease, Lease::None);
+    assert_eq!(token_count(&bao).await, before, "LIST created nothing");
+}
