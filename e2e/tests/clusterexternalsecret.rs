@@ -431,6 +431,25 @@ async fn bench_fanout() {
     .unwrap();
     let fan = t.elapsed();
     let rss_after = rss_kib(esr.pid());
+    // esr's API requests during the fan-out, by verb and resource (what the client-qps budget
+    // was spent on).
+    if let Some(audit) = env.audit() {
+        let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+        for e in audit
+            .entries()
+            .iter()
+            .filter(|e| e.user_agent.starts_with("esr/"))
+        {
+            let res = if e.subresource.is_empty() {
+                e.resource.clone()
+            } else {
+                format!("{}/{}", e.resource, e.subresource)
+            };
+            *by.entry(format!("{} {res}", e.verb)).or_default() += 1;
+        }
+        let total: usize = by.values().sum();
+        println!("esr API requests until all Secrets existed: {total} ({by:?})");
+    }
 
     let mut lat = Vec::with_capacity(n_new);
     for i in 0..n_new {

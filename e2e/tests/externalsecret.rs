@@ -608,3 +608,41 @@ async fn leader_election_one_active_and_failover() {
     .unwrap();
     wait_secret_data(&env, &ns, "after-failover", FOO_BAR).await;
 }
+
+/// Renaming the target (creationPolicy Owner) deletes the Secret under the old name, found by
+/// its created-by label (from esr's managed-Secret cache), with ESO's `Deleted` event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renamed_target_deletes_the_orphaned_secret() {
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("orphan").await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    apply(&env, &ns, foo_bar_store("fake")).await;
+    let mut es = foo_bar_es("fake");
+    es["metadata"]["name"] = json!("renamed");
+    es["spec"]["target"] = json!({"name": "first"});
+    apply(&env, &ns, es.clone()).await;
+    wait_secret_data(&env, &ns, "first", FOO_BAR).await;
+    // An unrelated managed Secret with another owner label stays.
+    let mut other = foo_bar_es("fake");
+    other["metadata"]["name"] = json!("bystander");
+    other["spec"]["target"] = json!({"name": "bystander"});
+    apply(&env, &ns, other).await;
+    wait_secret_data(&env, &ns, "bystander", FOO_BAR).await;
+
+    es["spec"]["target"] = json!({"name": "second"});
+    apply(&env, &ns, es).await;
+    wait_secret_data(&env, &ns, "second", FOO_BAR).await;
+    wait_for("the old target is deleted", TIMEOUT, || async {
+        secret(&env, &ns, "first").await.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    wait_event(
+        &env,
+        "renamed",
+        "Deleted",
+        "secret deleted because it was orphaned",
+    )
+    .await;
+    assert!(secret(&env, &ns, "bystander").await.is_some());
+}

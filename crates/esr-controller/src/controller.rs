@@ -167,6 +167,10 @@ pub struct Context {
     pub templates: Arc<dyn TemplateEngine>,
     es_recorder: Recorder,
     failures: Mutex<HashMap<(String, String, String), u32>>,
+    /// Metadata (without managedFields) of the Secrets labelled
+    /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
+    /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
+    managed_secrets: Store<PartialObjectMeta<Secret>>,
 }
 
 impl Context {
@@ -182,6 +186,46 @@ impl Context {
         let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         f.remove(key);
     }
+
+    /// Names of the Secrets in `ns` carrying the created-by label `owner`: from the managed-Secret
+    /// cache, or (cache not synced within 10 s, e.g. no watch permission) from a label-selected LIST.
+    async fn owned_secret_names(&self, ns: &str, owner: &str) -> Result<Vec<String>, kube::Error> {
+        let ready = tokio::time::timeout(
+            Duration::from_secs(10),
+            self.managed_secrets.wait_until_ready(),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        if ready {
+            return Ok(owned_names(&self.managed_secrets.state(), ns, owner));
+        }
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        Ok(secrets
+            .list_metadata(&ListParams::default().labels(&format!("{LABEL_OWNER}={owner}")))
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|m| m.metadata.name)
+            .collect())
+    }
+}
+
+/// The names of the Secrets of `ns` whose created-by label is `owner`, sorted.
+pub fn owned_names(cache: &[Arc<PartialObjectMeta<Secret>>], ns: &str, owner: &str) -> Vec<String> {
+    let mut out: Vec<String> = cache
+        .iter()
+        .filter(|m| m.metadata.namespace.as_deref() == Some(ns))
+        .filter(|m| {
+            m.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(LABEL_OWNER))
+                .is_some_and(|v| v == owner)
+        })
+        .filter_map(|m| m.metadata.name.clone())
+        .collect();
+    out.sort();
+    out
 }
 
 fn now_seconds() -> DateTime<Utc> {
@@ -355,17 +399,8 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     };
 
     let owned: Vec<String> = if view.creation == plan::CreationPolicy::Owner {
-        let selector = format!(
-            "{LABEL_OWNER}={}",
-            crate::hash::created_by_label(&ns, &name)
-        );
-        secrets
-            .list_metadata(&ListParams::default().labels(&selector))
+        ctx.owned_secret_names(&ns, &crate::hash::created_by_label(&ns, &name))
             .await?
-            .items
-            .into_iter()
-            .filter_map(|m| m.metadata.name)
-            .collect()
     } else {
         Vec::new()
     };
@@ -588,6 +623,7 @@ pub struct Runtime {
     css_reader: Store<ClusterSecretStore>,
     ss_writer: reflector::store::Writer<SecretStore>,
     css_writer: reflector::store::Writer<ClusterSecretStore>,
+    managed_writer: reflector::store::Writer<PartialObjectMeta<Secret>>,
 }
 
 impl Runtime {
@@ -602,6 +638,7 @@ impl Runtime {
     ) -> Self {
         let (ss_reader, ss_writer) = reflector::store();
         let (css_reader, css_writer) = reflector::store();
+        let (managed_reader, managed_writer) = reflector::store();
         let reporter = Reporter {
             controller: esr_api::consts::EVENT_SOURCE_ES.to_string(),
             instance: config.instance.clone(),
@@ -620,6 +657,7 @@ impl Runtime {
             metrics,
             templates,
             failures: Mutex::new(HashMap::new()),
+            managed_secrets: managed_reader,
         });
         Runtime {
             ctx,
@@ -627,6 +665,7 @@ impl Runtime {
             css_reader,
             ss_writer,
             css_writer,
+            managed_writer,
         }
     }
 
@@ -660,10 +699,19 @@ impl Runtime {
                 .predicate_filter(es_trigger_hash, Default::default());
 
         let managed = format!("{LABEL_MANAGED}=true");
-        let secret_stream = watcher(secret_api, watcher::Config::default().labels(&managed))
-            .default_backoff()
-            .touched_objects()
-            .predicate_filter(predicates::resource_version, Default::default());
+        // managedFields are dropped before caching: only names, labels, annotations and owner
+        // references are needed, and they keep the cache small.
+        let secret_stream = reflector::reflector(
+            self.managed_writer,
+            watcher(secret_api, watcher::Config::default().labels(&managed)).modify(
+                |m: &mut PartialObjectMeta<Secret>| {
+                    m.metadata.managed_fields = None;
+                },
+            ),
+        )
+        .default_backoff()
+        .touched_objects()
+        .predicate_filter(predicates::resource_version, Default::default());
 
         let ss_stream =
             reflector::reflector(self.ss_writer, watcher(ss_api, watcher::Config::default()))
@@ -725,6 +773,28 @@ impl Runtime {
 mod tests {
     use super::*;
     use kube::runtime::watcher::Event;
+
+    #[test]
+    fn owned_names_come_from_the_cache_by_namespace_and_label() {
+        let meta = |ns: &str, name: &str, owner: Option<&str>| {
+            let mut m: PartialObjectMeta<Secret> = PartialObjectMeta::default();
+            m.metadata.namespace = Some(ns.into());
+            m.metadata.name = Some(name.into());
+            m.metadata.labels =
+                owner.map(|o| BTreeMap::from([(LABEL_OWNER.to_string(), o.to_string())]));
+            Arc::new(m)
+        };
+        let cache = vec![
+            meta("app", "new", Some("h1")),
+            meta("app", "old", Some("h1")),
+            meta("app", "other", Some("h2")),
+            meta("app", "plain", None),
+            meta("team", "same-label", Some("h1")),
+        ];
+        assert_eq!(owned_names(&cache, "app", "h1"), vec!["new", "old"]);
+        assert!(owned_names(&cache, "app", "h3").is_empty());
+        assert_eq!(owned_names(&cache, "team", "h1"), vec!["same-label"]);
+    }
 
     fn es(ns: &str, name: &str, spec: serde_json::Value) -> ExternalSecret {
         serde_json::from_value(serde_json::json!({
