@@ -171,6 +171,9 @@ pub struct Context {
     /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
     /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
     managed_secrets: Store<PartialObjectMeta<Secret>>,
+    /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
+    /// it (see [`effective_status`]).
+    written: Mutex<HashMap<String, EsStatus>>,
 }
 
 impl Context {
@@ -180,6 +183,36 @@ impl Context {
         let cur = *n;
         *n = n.saturating_add(1);
         cur
+    }
+
+    fn remember_status(&self, es: &ExternalSecret, st: &EsStatus) {
+        if let Some(uid) = es.uid() {
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            w.insert(uid, st.clone());
+        }
+    }
+
+    /// The status to plan with for `es` (see [`effective_status`]); forgets the written status
+    /// once the cache has caught up.
+    fn status_for(&self, es: &ExternalSecret, cached: EsStatus) -> EsStatus {
+        let Some(uid) = es.uid() else {
+            return cached;
+        };
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        match effective_status(&cached, w.get(&uid)) {
+            Some(newer) => newer,
+            None => {
+                w.remove(&uid);
+                cached
+            }
+        }
+    }
+
+    fn forget_status(&self, es: &ExternalSecret) {
+        if let Some(uid) = es.uid() {
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            w.remove(&uid);
+        }
     }
 
     fn failures_reset(&self, key: &(String, String, String)) {
@@ -277,14 +310,36 @@ pub fn event_action(ev: &EventRec) -> String {
 }
 
 async fn write_status(
+    ctx: &Context,
     api: &Api<ExternalSecret>,
-    name: &str,
+    es: &ExternalSecret,
     st: &EsStatus,
 ) -> Result<(), kube::Error> {
     let patch = serde_json::json!({ "status": status_json(st) });
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(|_| ())
+    api.patch_status(
+        &es.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    ctx.remember_status(es, st);
+    Ok(())
+}
+
+/// The status to plan with: the cached object's, unless this controller wrote a newer one that
+/// the watch cache has not delivered yet (a reconcile queued during the previous one, e.g. by the
+/// finalizer patch or the Secret's create event, would otherwise sync, and call the provider,
+/// a second time).
+pub fn effective_status(cached: &EsStatus, written: Option<&EsStatus>) -> Option<EsStatus> {
+    let w = written?;
+    if w == cached {
+        return None;
+    }
+    match (cached.refresh_time, w.refresh_time) {
+        (None, Some(_)) => Some(w.clone()),
+        (Some(c), Some(n)) if n > c => Some(w.clone()),
+        _ => None,
+    }
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
@@ -320,7 +375,8 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     let api: Api<ExternalSecret> = Api::namespaced(ctx.client.clone(), &ns);
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
     let start = now_seconds();
-    let view: EsView = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
+    let mut view: EsView = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
+    view.status = ctx.status_for(es, std::mem::take(&mut view.status));
 
     // ES deletion: honour deletionPolicy, then drop the finalizer.
     if es.meta().deletion_timestamp.is_some() {
@@ -349,6 +405,7 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                 .await?;
         }
         ctx.metrics.forget(&name, &ns);
+        ctx.forget_status(es);
         return Ok(Action::await_change());
     }
     if !es.finalizers().iter().any(|f| f == plan::FINALIZER) {
@@ -371,7 +428,7 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     match plan::decide(&view, existing.as_ref(), start, jitter) {
         Decision::Skip { requeue, status } => {
             if let Some(st) = status {
-                write_status(&api, &name, &st).await?;
+                write_status(ctx, &api, es, &st).await?;
             }
             debug!(es = %name, namespace = %ns, "skipping refresh");
             return Ok(to_action(requeue));
@@ -437,7 +494,7 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                         start,
                     );
                     publish(&ctx.es_recorder, es, &ev).await;
-                    write_status(&api, &name, &st).await?;
+                    write_status(ctx, &api, es, &st).await?;
                     return Err(Error::Sync(e.to_string()));
                 }
             }
@@ -495,7 +552,7 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     }
 
     if status != view.status
-        && let Err(e) = write_status(&api, &name, &status).await
+        && let Err(e) = write_status(ctx, &api, es, &status).await
     {
         if is_conflict(&e) {
             return Ok(Action::requeue(Duration::from_millis(10)));
@@ -658,6 +715,7 @@ impl Runtime {
             templates,
             failures: Mutex::new(HashMap::new()),
             managed_secrets: managed_reader,
+            written: Mutex::new(HashMap::new()),
         });
         Runtime {
             ctx,
@@ -773,6 +831,28 @@ impl Runtime {
 mod tests {
     use super::*;
     use kube::runtime::watcher::Event;
+
+    #[test]
+    fn a_status_written_but_not_yet_cached_wins() {
+        let at = |s: i64| DateTime::from_timestamp(1_700_000_000 + s, 0);
+        let st = |t: Option<DateTime<Utc>>, rv: &str| EsStatus {
+            refresh_time: t,
+            synced_resource_version: rv.into(),
+            ..Default::default()
+        };
+        let never = st(None, "");
+        let first = st(at(0), "1-a");
+        let later = st(at(5), "1-a");
+        // The cache has no status yet, or an older one: the written status is used.
+        assert_eq!(effective_status(&never, Some(&first)), Some(first.clone()));
+        assert_eq!(effective_status(&first, Some(&later)), Some(later.clone()));
+        // The cache caught up, or holds a newer status (another writer): the cache wins.
+        assert_eq!(effective_status(&first, Some(&first)), None);
+        assert_eq!(effective_status(&later, Some(&first)), None);
+        assert_eq!(effective_status(&first, None), None);
+        // A written status without refreshTime never overrides the cache.
+        assert_eq!(effective_status(&first, Some(&never)), None);
+    }
 
     #[test]
     fn owned_names_come_from_the_cache_by_namespace_and_label() {
