@@ -1,6 +1,6 @@
 //! `meta.k8s.io/v1` Table responses (what `kubectl get` asks for with `Accept: ...;as=Table`):
-//! Name and Age for every kind, plus `additionalPrinterColumns` for custom resources and a few
-//! columns real servers print for built-in kinds.
+//! Name, then a custom resource's `additionalPrinterColumns` (Age when it has none, as the
+//! apiserver's CRD handler does), or the columns real servers print for built-in kinds plus Age.
 
 use serde_json::{Value, json};
 
@@ -238,7 +238,9 @@ fn columns(rt: &ResourceType) -> Vec<Col> {
         }
         cols.push(c);
     }
-    if !has_age {
+    // Like the apiserver: a CRD's additionalPrinterColumns replace the default Age column (the
+    // CRD defaulting adds Age only when none are given); built-in kinds always show Age.
+    if !has_age && rt.printer_columns.is_empty() {
         cols.push(col("Age", "date", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0, |o| {
             json!(age(&o["metadata"]["creationTimestamp"]))
         }));
