@@ -189,7 +189,12 @@ impl std::fmt::Debug for Env {
 impl Env {
     /// Start the environment and apply `crds/`.
     pub async fn start() -> Result<Env> {
-        let work = tempfile::tempdir().context("temp dir")?;
+        let mut work = tempfile::tempdir().context("temp dir")?;
+        // ESR_E2E_KEEP_WORK=1 keeps each test's work dir (esr logs, kubeconfig) for debugging.
+        if std::env::var("ESR_E2E_KEEP_WORK").is_ok_and(|v| v == "1") {
+            work.disable_cleanup(true);
+            eprintln!("e2e work dir kept: {}", work.path().display());
+        }
         let (server, kubeconfig, client) =
             match std::env::var_os("ESR_E2E_KUBECONFIG").filter(|v| !v.is_empty()) {
                 Some(path) => {

@@ -502,6 +502,15 @@ async fn rbac_observed_calls() {
         !observed.is_empty(),
         "no calls by esr (user agent {harness_ua:?} shared?)"
     );
+    // Calls that depend on timing: kube's event Recorder patches an Event series when the same
+    // event repeats within its window. Always recorded, so the check does not flake.
+    const SOMETIMES: &[&str] = &["events.k8s.io|events|patch"];
+    for s in SOMETIMES {
+        if !observed.iter().any(|o| o == s) {
+            observed.push(s.to_string());
+        }
+    }
+    observed.sort();
     let path = repo_root().join("deploy/rbac-observed.txt");
     let header = "# API calls esr made in e2e/tests/deploy_manifests.rs rbac_observed_calls (group|resource|verb).\n# Regenerate: ESR_WRITE_RBAC_OBSERVED=1 cargo nextest run -p esr-e2e --test deploy_manifests\n";
     if std::env::var("ESR_WRITE_RBAC_OBSERVED").is_ok_and(|v| v == "1") {

@@ -280,6 +280,12 @@ pub fn status(
     }
 }
 
+/// Whether every failure of a fan-out reconcile is a foreign child (`already_exists`, which no
+/// retry fixes), i.e. every child the parent owns was applied.
+pub fn only_foreign_failures(failed: &[(String, String)], already_exists: &str) -> bool {
+    failed.iter().all(|(_, r)| r == already_exists)
+}
+
 /// Whether an ExternalSecret is controlled by the ClusterExternalSecret with this uid.
 pub fn owned_by(es: &ExternalSecret, uid: &str) -> bool {
     es.owner_references()
@@ -667,7 +673,11 @@ async fn reconcile_inner(
             Err(e) => failed.push((ns.clone(), e.to_string())),
         }
     }
-    if failed.is_empty() {
+    // Every ExternalSecret this CES owns was applied for this generation (a foreign
+    // ExternalSecret is a lasting failure that no retry fixes): later reconciles compare instead
+    // of replacing each one (a replace from a cache that lags the ExternalSecret controller's
+    // own writes would conflict, and retrying would keep conflicting).
+    if only_foreign_failures(&failed, ERR_ALREADY_EXISTS) {
         ctx.applied
             .lock()
             .unwrap_or_else(|pe| pe.into_inner())

@@ -312,3 +312,22 @@ fn namespace_events_map_to_matching_ces() {
     let n: Namespace = serde_json::from_value(json!({"metadata": {"name": "y"}})).unwrap();
     assert!(ces_for_namespace(&reader, &n).is_empty());
 }
+
+#[test]
+fn a_foreign_external_secret_does_not_block_the_applied_generation() {
+    assert!(only_foreign_failures(&[], ERR_ALREADY_EXISTS));
+    assert!(only_foreign_failures(
+        &[("a".into(), ERR_ALREADY_EXISTS.into())],
+        ERR_ALREADY_EXISTS
+    ));
+    assert!(!only_foreign_failures(
+        &[
+            ("a".into(), ERR_ALREADY_EXISTS.into()),
+            (
+                "b".into(),
+                "Operation cannot be fulfilled: the object has been modified".into()
+            )
+        ],
+        ERR_ALREADY_EXISTS
+    ));
+}

@@ -675,7 +675,9 @@ async fn reconcile_inner(
             Err(reason) => failed.push((ns.clone(), reason)),
         }
     }
-    if failed.is_empty() {
+    // Every PushSecret this ClusterPushSecret owns was applied (a foreign PushSecret is a lasting
+    // failure): later reconciles compare instead of replacing each one.
+    if crate::ces::only_foreign_failures(&failed, ERR_ALREADY_EXISTS) {
         ctx.applied
             .lock()
             .unwrap_or_else(|pe| pe.into_inner())
