@@ -453,7 +453,7 @@ pub struct CesContext {
     observe: Option<Observe>,
     /// CES uid → generation of the last reconcile where every ExternalSecret was applied.
     applied: Mutex<HashMap<String, i64>>,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: crate::refresh::Backoffs<String>,
 }
 
 pub(crate) fn is_status(e: &kube::Error, code: u16) -> bool {
@@ -543,10 +543,7 @@ pub async fn reconcile(
     }
     match res {
         Ok((a, _)) => {
-            ctx.failures
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&name);
+            ctx.failures.reset(&name);
             Ok(a)
         }
         Err(e) => Err(e),
@@ -714,10 +711,7 @@ async fn reconcile_inner(
 }
 
 fn error_policy(ces: Arc<ClusterExternalSecret>, err: &Error, ctx: Arc<CesContext>) -> Action {
-    let mut f = ctx.failures.lock().unwrap_or_else(|p| p.into_inner());
-    let n = f.entry(ces.name_any()).or_insert(0);
-    let delay = crate::refresh::backoff(*n);
-    *n = n.saturating_add(1);
+    let delay = ctx.failures.failed(ces.name_any());
     warn!(ces = %ces.name_any(), error = %err, retry_in = ?delay, "ClusterExternalSecret reconcile failed");
     Action::requeue(delay)
 }
@@ -967,7 +961,7 @@ pub async fn run(
         external_secrets: es_reader,
         observe,
         applied: Mutex::new(HashMap::new()),
-        failures: Mutex::new(HashMap::new()),
+        failures: Default::default(),
     });
     let r1 = ces_reader.clone();
     let r2 = ces_reader.clone();

@@ -448,7 +448,7 @@ pub struct CpsContext {
     recorder: Recorder,
     /// ClusterPushSecret uid → generation of the last reconcile where every PushSecret was applied.
     applied: Mutex<HashMap<String, i64>>,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: crate::refresh::Backoffs<String>,
 }
 
 async fn delete_ps(client: &Client, ns: &str, name: &str) -> Result<(), kube::Error> {
@@ -573,10 +573,7 @@ pub async fn reconcile(cps: Arc<ClusterPushSecret>, ctx: Arc<CpsContext>) -> Res
     }
     match res {
         Ok((a, _)) => {
-            ctx.failures
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&name);
+            ctx.failures.reset(&name);
             Ok(a)
         }
         Err(e) => Err(e),
@@ -725,10 +722,7 @@ fn now_seconds() -> Time {
 }
 
 fn error_policy(cps: Arc<ClusterPushSecret>, err: &Error, ctx: Arc<CpsContext>) -> Action {
-    let mut f = ctx.failures.lock().unwrap_or_else(|p| p.into_inner());
-    let n = f.entry(cps.name_any()).or_insert(0);
-    let delay = crate::refresh::backoff(*n);
-    *n = n.saturating_add(1);
+    let delay = ctx.failures.failed(cps.name_any());
     warn!(cps = %cps.name_any(), error = %err, retry_in = ?delay, "ClusterPushSecret reconcile failed");
     Action::requeue(delay)
 }
@@ -786,7 +780,7 @@ pub async fn run(
         observe,
         recorder,
         applied: Mutex::new(HashMap::new()),
-        failures: Mutex::new(HashMap::new()),
+        failures: Default::default(),
     });
     let r1 = cps_reader.clone();
     let r2 = cps_reader.clone();

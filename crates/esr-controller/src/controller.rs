@@ -166,7 +166,7 @@ pub struct Context {
     /// Templates.
     pub templates: Arc<dyn TemplateEngine>,
     es_recorder: Recorder,
-    failures: Mutex<HashMap<(String, String, String), u32>>,
+    failures: refresh::Backoffs<(String, String)>,
     /// Metadata (without managedFields) of the Secrets labelled
     /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
     /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
@@ -177,14 +177,6 @@ pub struct Context {
 }
 
 impl Context {
-    fn failures_inc(&self, key: (String, String, String)) -> u32 {
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let n = f.entry(key).or_insert(0);
-        let cur = *n;
-        *n = n.saturating_add(1);
-        cur
-    }
-
     fn remember_status(&self, es: &ExternalSecret, st: &EsStatus) {
         if let Some(uid) = es.uid() {
             let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
@@ -213,11 +205,6 @@ impl Context {
             let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
             w.remove(&uid);
         }
-    }
-
-    fn failures_reset(&self, key: &(String, String, String)) {
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        f.remove(key);
     }
 
     /// Names of the Secrets in `ns` carrying the created-by label `owner`: from the managed-Secret
@@ -361,9 +348,8 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
         .es_duration
         .get_or_create(&labels)
         .set(started.elapsed().as_nanos() as f64);
-    let key = ("ExternalSecret".to_string(), ns, name);
     match &result {
-        Ok(_) => ctx.failures_reset(&key),
+        Ok(_) => ctx.failures.reset(&(ns, name)),
         Err(_) => ctx.metrics.sync_calls_error.get_or_create(&labels).inc(),
     }
     result
@@ -586,13 +572,9 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
 
 /// Backoff policy of the ExternalSecret controller: 1s × 2^n up to 7 minutes.
 pub fn es_error_policy(es: Arc<ExternalSecret>, err: &Error, ctx: Arc<Context>) -> Action {
-    let key = (
-        "ExternalSecret".to_string(),
-        es.namespace().unwrap_or_default(),
-        es.name_any(),
-    );
-    let n = ctx.failures_inc(key);
-    let delay = refresh::backoff(n);
+    let delay = ctx
+        .failures
+        .failed((es.namespace().unwrap_or_default(), es.name_any()));
     warn!(es = %es.name_any(), namespace = %es.namespace().unwrap_or_default(), error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
@@ -713,7 +695,7 @@ impl Runtime {
             kube,
             metrics,
             templates,
-            failures: Mutex::new(HashMap::new()),
+            failures: Default::default(),
             managed_secrets: managed_reader,
             written: Mutex::new(HashMap::new()),
         });

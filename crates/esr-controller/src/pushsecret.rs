@@ -23,7 +23,7 @@
 //! each other's keys).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -452,7 +452,7 @@ pub enum Error {
 pub struct PsContext {
     ctx: Arc<Context>,
     recorder: Recorder,
-    failures: Mutex<HashMap<(String, String), u32>>,
+    failures: crate::refresh::Backoffs<(String, String)>,
 }
 
 fn time_string(t: DateTime<Utc>) -> String {
@@ -634,10 +634,7 @@ pub async fn reconcile(ps: Arc<PushSecret>, pctx: Arc<PsContext>) -> Result<Acti
             .observe(Observed::PushSecret, &name, &ns, started.elapsed(), ready);
     }
     if res.is_ok() {
-        pctx.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(ns, name));
+        pctx.failures.reset(&(ns, name));
     }
     res
 }
@@ -939,12 +936,9 @@ async fn reconcile_inner(
 }
 
 fn error_policy(ps: Arc<PushSecret>, err: &Error, pctx: Arc<PsContext>) -> Action {
-    let mut f = pctx.failures.lock().unwrap_or_else(|p| p.into_inner());
-    let n = f
-        .entry((ps.namespace().unwrap_or_default(), ps.name_any()))
-        .or_insert(0);
-    let delay = crate::refresh::backoff(*n);
-    *n = n.saturating_add(1);
+    let delay = pctx
+        .failures
+        .failed((ps.namespace().unwrap_or_default(), ps.name_any()));
     warn!(ps = %ps.name_any(), error = %err, retry_in = ?delay, "PushSecret reconcile failed");
     Action::requeue(delay)
 }
@@ -997,7 +991,7 @@ pub async fn run(
     let pctx = Arc::new(PsContext {
         ctx,
         recorder,
-        failures: Mutex::new(HashMap::new()),
+        failures: Default::default(),
     });
     let controller = Controller::new(ps_api, watcher::Config::default());
     controller

@@ -251,6 +251,33 @@ pub fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1u64 << failures).min(cap)
 }
 
+/// Per-object failure counts behind [`backoff`], shared by the reconcilers' error policies: the
+/// first failure retries after 1 s, each further one doubles the wait; a success resets it.
+#[derive(Debug)]
+pub struct Backoffs<K>(std::sync::Mutex<std::collections::HashMap<K, u32>>);
+
+impl<K> Default for Backoffs<K> {
+    fn default() -> Self {
+        Backoffs(std::sync::Mutex::new(std::collections::HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Backoffs<K> {
+    /// Records a failure of `key`; returns how long to wait before retrying.
+    pub fn failed(&self, key: K) -> Duration {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(key).or_insert(0);
+        let delay = backoff(*n);
+        *n = n.saturating_add(1);
+        delay
+    }
+
+    /// Forgets the failures of `key` (it succeeded, or is gone).
+    pub fn reset(&self, key: &K) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+}
+
 /// Parses a Go `time.ParseDuration` string (`1h0m0s`, `90s`, `1.5h`, `300ms`, `0`).
 /// Negative durations come back as `None`.
 pub fn parse_go_duration(s: &str) -> Option<Duration> {

@@ -235,3 +235,14 @@ fn go_durations() {
     assert_eq!(parse_go_duration("5x"), None);
     assert_eq!(parse_go_duration(""), None);
 }
+
+#[test]
+fn backoffs_double_per_failure_and_reset_on_success() {
+    let b: Backoffs<&str> = Backoffs::default();
+    assert_eq!(b.failed("a"), Duration::from_secs(1));
+    assert_eq!(b.failed("a"), Duration::from_secs(2));
+    assert_eq!(b.failed("b"), Duration::from_secs(1), "per object");
+    assert_eq!(b.failed("a"), Duration::from_secs(4));
+    b.reset(&"a");
+    assert_eq!(b.failed("a"), Duration::from_secs(1));
+}
