@@ -32,8 +32,8 @@ use crate::METRIC_PROVIDER;
 use crate::error::{is_not_found, map_error};
 use crate::keys::jwk_from_value;
 use crate::object::{
-    ObjectRef, ObjectType, expand_secret_tags, get_property, get_secret_tag, is_managed,
-    name_from_id, push_tags, secret_map_from_json, secret_map_properties,
+    ObjectRef, ObjectType, expand_secret_tags, get_property, get_secret_tag, name_from_id,
+    push_tags, require_managed, secret_map_from_json, secret_map_properties,
 };
 
 /// The three data-plane clients of one vault.
@@ -230,11 +230,7 @@ impl AzureKvClient {
         let existing = self.read_optional_secret(name).await?;
         let value = String::from_utf8_lossy(value).into_owned();
         if let Some(existing) = &existing {
-            if !is_managed(Some(&existing.tags)) {
-                return Err(ProviderError::invalid(format!(
-                    "cannot get secret {name}: not managed by external-secrets"
-                )));
-            }
+            require_managed(Some(&existing.tags), "cannot get", "secret", name)?;
             if existing.value == value && existing.expires == expires && existing.tags == tags {
                 return Ok(());
             }
@@ -270,11 +266,12 @@ impl AzureKvClient {
         let local_der = crate::keys::certificate_der(value)?;
         match self.read_cert(name, None).await {
             Ok(c) => {
-                if !is_managed(Some(&to_btree(c.tags.clone()))) {
-                    return Err(ProviderError::invalid(format!(
-                        "cannot get certificate {name}: not managed by external-secrets"
-                    )));
-                }
+                require_managed(
+                    Some(&to_btree(c.tags.clone())),
+                    "cannot get",
+                    "certificate",
+                    name,
+                )?;
                 if local_der.is_some() && c.cer == local_der {
                     return Ok(());
                 }
@@ -312,11 +309,7 @@ impl AzureKvClient {
             .map_err(|e| e.wrap(format!("could not load private key {name}")))?;
         match self.read_key(name, None).await {
             Ok(k) => {
-                if !is_managed(Some(&to_btree(k.tags.clone()))) {
-                    return Err(ProviderError::invalid(format!(
-                        "cannot get key {name}: not managed by external-secrets"
-                    )));
-                }
+                require_managed(Some(&to_btree(k.tags.clone())), "cannot get", "key", name)?;
                 if let Some(existing) = &k.key
                     && crate::keys::same_public_key(&jwk, existing)
                 {
@@ -468,11 +461,7 @@ impl SecretsClient for AzureKvClient {
                 let Some(s) = self.read_optional_secret(name).await? else {
                     return Ok(());
                 };
-                if !is_managed(Some(&s.tags)) {
-                    return Err(ProviderError::invalid(format!(
-                        "error getting secret {name}: not managed by external-secrets"
-                    )));
-                }
+                require_managed(Some(&s.tags), "error getting", "secret", name)?;
                 let r = v.secrets.delete_secret(name, None).await;
                 self.record("DeleteSecret", &r);
                 r.map(|_| ())
@@ -484,11 +473,12 @@ impl SecretsClient for AzureKvClient {
                     Err(e) if e.is_not_found() => return Ok(()),
                     Err(e) => return Err(e),
                 };
-                if !is_managed(Some(&to_btree(c.tags))) {
-                    return Err(ProviderError::invalid(format!(
-                        "error getting certificate {name}: not managed by external-secrets"
-                    )));
-                }
+                require_managed(
+                    Some(&to_btree(c.tags)),
+                    "error getting",
+                    "certificate",
+                    name,
+                )?;
                 let r = v.certs.delete_certificate(name, None).await;
                 self.record("DeleteCertificate", &r);
                 r.map(|_| ())
@@ -500,11 +490,7 @@ impl SecretsClient for AzureKvClient {
                     Err(e) if e.is_not_found() => return Ok(()),
                     Err(e) => return Err(e),
                 };
-                if !is_managed(Some(&to_btree(k.tags))) {
-                    return Err(ProviderError::invalid(format!(
-                        "error getting key {name}: not managed by external-secrets"
-                    )));
-                }
+                require_managed(Some(&to_btree(k.tags)), "error getting", "key", name)?;
                 let r = v.keys.delete_key(name, None).await;
                 self.record("DeleteKey", &r);
                 r.map(|_| ()).map_err(|e| map_error(e, "DeleteKey", name))

@@ -156,6 +156,23 @@ pub fn is_managed(tags: Option<&BTreeMap<String, String>>) -> bool {
         .is_some_and(|v| v == MANAGED_BY_VALUE)
 }
 
+/// ESO's guard before PushSecret overwrites or deletes a vault object: it must carry the
+/// `managed-by` tag. `verb` and `what` name the step in the error (`cannot get secret x: ...`).
+pub fn require_managed(
+    tags: Option<&BTreeMap<String, String>>,
+    verb: &str,
+    what: &str,
+    name: &str,
+) -> esr_provider::Result<()> {
+    if is_managed(tags) {
+        Ok(())
+    } else {
+        Err(esr_provider::ProviderError::invalid(format!(
+            "{verb} {what} {name}: not managed by external-secrets"
+        )))
+    }
+}
+
 /// Tags for a push: user tags plus the managed-by tag. A user `managed-by` tag is an error.
 pub fn push_tags(user: Option<&BTreeMap<String, String>>) -> Result<BTreeMap<String, String>> {
     let mut tags = BTreeMap::new();
