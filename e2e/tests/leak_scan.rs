@@ -253,4 +253,3 @@ fn base64_std(b: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(b)
 }
-
