@@ -125,6 +125,38 @@ async fn externalsecrets_crd_with_per_version_selectable_fields_is_refused() {
 }
 
 #[tokio::test]
+async fn updating_to_per_version_selectable_fields_is_refused() {
+    // `kubectl apply --server-side` of the old CRD over the generated one: the update path.
+    let s = start().await;
+    let current = yaml(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../crds/external-secrets.io_externalsecrets.yaml"
+    ));
+    assert_eq!(post(&s, CRDS, current).await.code, 201);
+    let old = yaml(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/externalsecrets-crd-per-version-selectable-fields.yaml"
+    ));
+    let r = patch(
+        &s,
+        &format!("{CRDS}/externalsecrets.external-secrets.io?fieldManager=kubectl&force=true"),
+        "application/apply-patch+yaml",
+        old,
+    )
+    .await;
+    assert_invalid(
+        &r,
+        "CustomResourceDefinition.apiextensions.k8s.io",
+        "externalsecrets.external-secrets.io",
+        &[(
+            "FieldValueInvalid",
+            "spec.versions[0].selectableFields",
+            "Invalid value: \"\": may only be set when `version.schema.openAPIV3Schema` is not included",
+        )],
+    );
+}
+
+#[tokio::test]
 async fn every_generated_crd_is_accepted_and_keeps_field_selection() {
     let s = start().await;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
