@@ -11,7 +11,9 @@
 //!   keeps that version in its CRDs (with `served: false`), and the apiserver refuses a CRD update
 //!   that drops a version still listed in `status.storedVersions`, so keeping it lets esr's CRDs
 //!   replace ESO's in place. It also lets `esr validate` tell "version not served" from "unknown
-//!   version".
+//!   version". As its schema is the `v1` one, it also carries the `v1` `selectableFields`: the
+//!   apiserver refuses per-version `selectableFields` that differ between versions whose schemas
+//!   are all identical (see `align_selectable_fields`).
 //!
 //! [`crd_file_name`] gives the `crds/<group>_<plural>.yaml` name `esr crdgen` writes.
 
@@ -19,8 +21,8 @@ use crate::generators::{ClusterGenerator, Fake, Password, VaultDynamicSecret};
 use crate::v1::{ClusterExternalSecret, ExternalSecret, SecretStore};
 use crate::v1alpha1::{ClusterPushSecret, PushSecret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceSubresourceStatus, CustomResourceSubresources,
-    JSONSchemaProps,
+    CustomResourceDefinition, CustomResourceDefinitionVersion, CustomResourceSubresourceStatus,
+    CustomResourceSubresources, JSONSchemaProps,
 };
 use kube::CustomResourceExt;
 use serde_json::Value;
@@ -39,6 +41,12 @@ pub enum CrdError {
     /// A generated CRD lacks the version kube-derive always emits.
     #[error("CRD {0}: generated CRD has no version")]
     NoVersion(String),
+    /// Versions with different schemas carry identical `selectableFields`: the apiserver would
+    /// store them once at the top level, where they need a top-level schema, and refuse the CRD.
+    #[error(
+        "CRD {0}: versions with different schemas must not all carry the same selectableFields"
+    )]
+    SelectableFields(String),
     /// A CRD could not be rendered as YAML.
     #[error("CRD {crd}: YAML rendering failed: {source}")]
     Yaml {
@@ -143,10 +151,48 @@ fn finish(
         beta.served = false;
         beta.storage = false;
         beta.deprecated = Some(true);
-        beta.selectable_fields = None;
         crd.spec.versions.push(beta);
     }
+    align_selectable_fields(&mut crd)?;
     Ok(crd)
+}
+
+/// Makes per-version `selectableFields` acceptable to the apiserver.
+///
+/// The apiserver converts a CRD to an internal form in which every per-version field that is
+/// identical on all versions (the schema, the selectable fields, ...) is stored once at the top
+/// level. Per-version `selectableFields` need a per-version schema, and top-level ones a top-level
+/// schema, so:
+/// - when every version has the same schema, every version must have the same selectable fields
+///   (else: `spec.versions[0].selectableFields: Invalid value: "": may only be set when
+///   `version.schema.openAPIV3Schema` is not included`); they get those of the first version that
+///   has any;
+/// - when the schemas differ, the versions must not all carry the same non-empty selectable
+///   fields (else: `spec.selectableFields: Invalid value: "": may only be set when
+///   validations.schema is included`); that is an error here.
+fn align_selectable_fields(crd: &mut CustomResourceDefinition) -> Result<(), CrdError> {
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    let versions = &mut crd.spec.versions;
+    let Some(first) = versions.first() else {
+        return Ok(());
+    };
+    let fields_of =
+        |v: &CustomResourceDefinitionVersion| v.selectable_fields.clone().filter(|f| !f.is_empty());
+    if versions.iter().any(|v| v.schema != first.schema) {
+        let first_fields = fields_of(first);
+        if versions.len() > 1
+            && first_fields.is_some()
+            && versions.iter().all(|v| fields_of(v) == first_fields)
+        {
+            return Err(CrdError::SelectableFields(name));
+        }
+        return Ok(());
+    }
+    let fields = versions.iter().find_map(fields_of);
+    for version in versions.iter_mut() {
+        version.selectable_fields.clone_from(&fields);
+    }
+    Ok(())
 }
 
 /// Builds the ClusterSecretStore CRD from the SecretStore one (same schema, cluster scope).
@@ -365,6 +411,72 @@ mod tests {
     fn unwrap_lines_joins_wrapped_lines_only() {
         assert_eq!(unwrap_lines("a b\nc d\n\ne"), "a b c d\n\ne");
         assert_eq!(unwrap_lines("single"), "single");
+    }
+
+    #[test]
+    fn selectable_fields_are_identical_where_schemas_are() {
+        for crd in crds().unwrap() {
+            let versions = &crd.spec.versions;
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            if versions.iter().all(|v| v.schema == versions[0].schema) {
+                for v in versions {
+                    assert_eq!(
+                        v.selectable_fields, versions[0].selectable_fields,
+                        "{name} {}",
+                        v.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn external_secret_keeps_its_selectable_fields_on_every_version() {
+        let crds = crds().unwrap();
+        let es = crds
+            .iter()
+            .find(|c| c.spec.names.kind == "ExternalSecret")
+            .unwrap();
+        for v in &es.spec.versions {
+            let paths: Vec<&str> = v
+                .selectable_fields
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(|f| f.json_path.as_str())
+                .collect();
+            assert_eq!(
+                paths,
+                [
+                    ".spec.secretStoreRef.name",
+                    ".spec.secretStoreRef.kind",
+                    ".spec.target.name",
+                    ".spec.refreshInterval"
+                ],
+                "{}",
+                v.name
+            );
+        }
+    }
+
+    #[test]
+    fn align_keeps_distinct_schemas_apart() {
+        let mut crd = crds()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.spec.names.kind == "ExternalSecret")
+            .unwrap();
+        crd.spec.versions[1].selectable_fields = None;
+        crd.spec.versions[1].schema = None;
+        align_selectable_fields(&mut crd).unwrap();
+        assert!(crd.spec.versions[1].selectable_fields.is_none());
+        assert!(crd.spec.versions[0].selectable_fields.is_some());
+        // Distinct schemas with the same selectable fields everywhere would be refused.
+        crd.spec.versions[1].selectable_fields = crd.spec.versions[0].selectable_fields.clone();
+        assert!(matches!(
+            align_selectable_fields(&mut crd),
+            Err(CrdError::SelectableFields(_))
+        ));
     }
 
     #[test]

@@ -56,6 +56,7 @@ mod formats;
 pub mod gofmt;
 mod listtype;
 mod mutate;
+pub mod names;
 mod node;
 mod structural;
 mod validate;

@@ -153,10 +153,14 @@ impl ApiError {
 
     /// 422 Invalid with field causes.
     pub fn invalid(s: &Subject<'_>, name: &str, causes: Vec<Cause>) -> Self {
-        let parts: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect();
+        // Like apimachinery's aggregate: identical messages are shown once (the causes keep all).
+        let mut parts: Vec<String> = vec![];
+        for c in &causes {
+            let part = format!("{}: {}", c.field, c.message);
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
         let joined = if parts.len() == 1 {
             parts[0].clone()
         } else {
@@ -170,7 +174,14 @@ impl ApiError {
         details["causes"] = Value::Array(
             causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    let mut cause = json!({"reason": c.reason, "message": c.message});
+                    // `field` is omitted when empty, as in a real Status.
+                    if !c.field.is_empty() {
+                        cause["field"] = json!(c.field);
+                    }
+                    cause
+                })
                 .collect(),
         );
         Self {

@@ -17,10 +17,12 @@
 #![allow(clippy::result_large_err, clippy::type_complexity)]
 
 pub mod controllers;
+pub mod crd_validation;
 pub mod error;
 pub mod faults;
 pub mod http;
 pub mod managed;
+pub mod object_validation;
 pub mod openapi;
 pub mod proto;
 pub mod registry;

@@ -827,51 +827,13 @@ fn builtin_types() -> Vec<ResourceType> {
 
 /// Build the types a CRD registers. Returns field errors (422) for an invalid CRD.
 pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<Cause>> {
-    let mut causes = vec![];
+    let mut causes = crate::crd_validation::validate(crd);
     let spec = &crd["spec"];
     let group = spec["group"].as_str().unwrap_or_default().to_string();
     let names = &spec["names"];
     let plural = names["plural"].as_str().unwrap_or_default().to_string();
     let kind = names["kind"].as_str().unwrap_or_default().to_string();
-    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
-    if group.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "Required value",
-            "spec.group",
-        ));
-    }
-    if plural.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "Required value",
-            "spec.names.plural",
-        ));
-    }
-    if kind.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "Required value",
-            "spec.names.kind",
-        ));
-    }
-    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
-            "metadata.name",
-        ));
-    }
     let scope = spec["scope"].as_str().unwrap_or_default();
-    if scope != "Namespaced" && scope != "Cluster" {
-        causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!(
-                "Unsupported value: \"{scope}\": supported values: \"Cluster\", \"Namespaced\""
-            ),
-            "spec.scope",
-        ));
-    }
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     if versions.is_empty() {
         causes.push(Cause::new(
@@ -895,17 +857,9 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<Cause>> {
     for (i, v) in versions.iter().enumerate() {
         let vname = v["name"].as_str().unwrap_or_default().to_string();
         let schema = v["schema"]["openAPIV3Schema"].clone();
-        let base = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        let base = crate::crd_validation::schema_path(crd, i);
         if schema.is_null() {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: schemas are required",
-                base.clone(),
-            ));
             continue;
-        }
-        for (field, msg, reason) in crate::schema::structural_errors(&schema, &base) {
-            causes.push(Cause::new(&reason, msg, field));
         }
         let compiled = match crate::schema::CompiledSchema::new(&schema) {
             Ok(c) => Some(Arc::new(c)),

@@ -50,18 +50,3 @@ impl CompiledSchema {
         self.inner.prune(obj)
     }
 }
-
-/// Structural-schema errors as (field path, message, reason), rooted at `root`
-/// (e.g. `spec.versions[0].schema.openAPIV3Schema`).
-pub fn structural_errors(schema: &Value, root: &str) -> Vec<(String, String, String)> {
-    esr_schema::check_structural_at(schema, root)
-        .into_iter()
-        .map(|e| {
-            (
-                e.path.clone(),
-                e.message.clone(),
-                e.kind.reason().to_string(),
-            )
-        })
-        .collect()
-}

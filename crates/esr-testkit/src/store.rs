@@ -246,19 +246,6 @@ pub fn owner_uids(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
-}
-
 fn random_suffix() -> String {
     use rand::Rng;
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -745,26 +732,9 @@ impl Store {
             }
         }
         let name = str_of(md(&obj), "name").to_string();
-        let name_ok = if rt.kind == "Namespace" {
-            is_dns_label(&name)
-        } else {
-            is_dns_subdomain(&name)
-        };
-        if !name_ok {
-            let msg = if rt.kind == "Namespace" {
-                format!(
-                    "Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-                )
-            } else {
-                format!(
-                    "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                )
-            };
-            return Err(ApiError::invalid(
-                &subject,
-                &name,
-                vec![Cause::new("FieldValueInvalid", msg, "metadata.name")],
-            ));
+        let name_causes = crate::object_validation::name(rt, &name);
+        if !name_causes.is_empty() {
+            return Err(ApiError::invalid(&subject, &name, name_causes));
         }
         Self::check_namespace(g, rt, ns, &name)?;
         if Self::get_locked(g, &rt.gr(), ns, &name).is_some() {
@@ -909,7 +879,6 @@ impl Store {
                     }
                 }
                 if let Some(data) = obj.get("data").and_then(Value::as_object) {
-                    let mut causes = vec![];
                     for (k, v) in data {
                         let ok = v.as_str().is_some_and(|s| {
                             base64::engine::general_purpose::STANDARD.decode(s).is_ok()
@@ -919,12 +888,6 @@ impl Store {
                                 "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 0 (data[{k}])"
                             )));
                         }
-                        if !valid_config_key(k) {
-                            causes.push(Cause::new("FieldValueInvalid", format!("Invalid value: \"{k}\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"), format!("data[{k}]")));
-                        }
-                    }
-                    if !causes.is_empty() {
-                        return Err(ApiError::invalid(&subject, &name, causes));
                     }
                 }
                 if let Some(old) = old {
@@ -968,6 +931,10 @@ impl Store {
                 }
             }
             _ => {}
+        }
+        let object_causes = crate::object_validation::validate(rt, obj);
+        if !object_causes.is_empty() {
+            return Err(ApiError::invalid(&subject, &name, object_causes));
         }
         if rt.custom
             && let Some(c) = &rt.compiled
@@ -1543,15 +1510,6 @@ impl Store {
             self.commit(&mut g, key, EvType::Deleted, v, Some(old));
         }
     }
-}
-
-fn valid_config_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 253
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        && k != "."
-        && k != ".."
 }
 
 fn immutable_check(rt: &ResourceType, old: &Value, new: &Value, fields: &[&str]) -> ApiResult<()> {
