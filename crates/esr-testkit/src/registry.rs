@@ -907,6 +907,9 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<Cause>> {
         for (field, msg, reason) in crate::schema::structural_errors(&schema, &base) {
             causes.push(Cause::new(&reason, msg, field));
         }
+        for (field, msg, reason) in crate::schema::cel_rule_errors(&schema, &base) {
+            causes.push(Cause::new(&reason, msg, field));
+        }
         let compiled = match crate::schema::CompiledSchema::new(&schema) {
             Ok(c) => Some(Arc::new(c)),
             Err(e) => {

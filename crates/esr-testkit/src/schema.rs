@@ -27,10 +27,11 @@ impl CompiledSchema {
             .map_err(|e| e.to_string())
     }
 
-    /// Validate an object.
-    pub fn validate(&self, obj: &Value) -> Vec<SchemaViolation> {
+    /// Validate an object on create (`old` is `None`) or update (`old` is the stored object):
+    /// the schema and its `x-kubernetes-validations` CEL rules.
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<SchemaViolation> {
         self.inner
-            .validate(obj)
+            .validate_update(obj, old)
             .into_iter()
             .map(|e| SchemaViolation {
                 field: e.path.clone(),
@@ -49,6 +50,21 @@ impl CompiledSchema {
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
         self.inner.prune(obj)
     }
+}
+
+/// CEL rule errors of a CRD version schema (rules or messageExpressions that do not compile,
+/// estimated cost over budget) as (field path, message, reason), rooted at `root`.
+pub fn cel_rule_errors(schema: &Value, root: &str) -> Vec<(String, String, String)> {
+    esr_schema::check_cel_rules(schema, root)
+        .into_iter()
+        .map(|e| {
+            (
+                e.path.clone(),
+                e.message.clone(),
+                e.kind.reason().to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Structural-schema errors as (field path, message, reason), rooted at `root`
