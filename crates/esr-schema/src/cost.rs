@@ -437,6 +437,18 @@ struct Totals {
     paths: Vec<(u64, String)>,
 }
 
+/// The estimated cost of every rule and `messageExpression` (times how often it can run), with
+/// its path, in schema order.
+pub(crate) fn costs(root_node: &Node, root: &str) -> Vec<(String, u64)> {
+    let mut errs = vec![];
+    let mut totals = Totals {
+        total: 0,
+        paths: vec![],
+    };
+    walk(root_node, root, Some(1), &mut errs, &mut totals);
+    totals.paths.into_iter().map(|(c, p)| (p, c)).collect()
+}
+
 /// The CRD-time CEL checks of one version's schema, rooted at `root`.
 pub(crate) fn check(root_node: &Node, root: &str) -> Vec<FieldError> {
     let mut errs = vec![];

@@ -285,6 +285,16 @@ pub fn check_cel_rules(schema: &Value, root: &str) -> Vec<FieldError> {
     }
 }
 
+/// The estimated cost [`check_cel_rules`] compares with the budget, for every rule and
+/// `messageExpression` that compiles: `(path, cost)`, the path ending in `.rule` or
+/// `.messageExpression`, in schema order.
+pub fn cel_rule_costs(schema: &Value, root: &str) -> Vec<(String, u64)> {
+    match Node::parse(schema, root) {
+        Ok(n) => cost::costs(&n, root),
+        Err(_) => vec![],
+    }
+}
+
 /// [`check_structural`] with field errors rooted at `root`, e.g.
 /// `spec.versions[0].schema.openAPIV3Schema` as the apiserver reports them.
 pub fn check_structural_at(schema: &Value, root: &str) -> Vec<FieldError> {

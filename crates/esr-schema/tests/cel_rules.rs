@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use esr_schema::{FieldErrorKind, Schema, check_cel_rules};
+use esr_schema::{FieldErrorKind, Schema, cel_rule_costs, check_cel_rules};
 use serde_json::{Value, json};
 
 fn schema(spec: Value) -> Schema {
@@ -465,5 +465,38 @@ fn eso_push_secret_rule_refuses_with_the_api_server_text() {
     assert_eq!(
         e,
         ["spec.dataTo[0]: Invalid value: storeRef must specify either name or labelSelector"]
+    );
+}
+
+#[test]
+fn push_secret_rule_costs_have_room_in_the_budget() {
+    // The rules run once per item of unbounded lists of objects with no required field:
+    // 3 MiB / 3 = 1,048,576 times. `has()` costs nothing but its operand, as on v1.29+ servers.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds");
+    let crd: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(root.join("external-secrets.io_pushsecrets.yaml")).unwrap(),
+    )
+    .unwrap();
+    let costs = cel_rule_costs(
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        "s",
+    );
+    let p = "s.properties[spec].properties[dataTo].items";
+    assert_eq!(
+        costs,
+        [
+            (
+                format!("{p}.x-kubernetes-validations[0].rule"),
+                5 * 1_048_576
+            ),
+            (
+                format!("{p}.x-kubernetes-validations[1].rule"),
+                8 * 1_048_576
+            ),
+            (
+                format!("{p}.properties[rewrite].items.x-kubernetes-validations[0].rule"),
+                6 * 1_048_576
+            ),
+        ]
     );
 }
