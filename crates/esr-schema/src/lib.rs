@@ -52,7 +52,8 @@
 //!   Texts of compile errors and of most evaluation errors are cel-rust's, not cel-go's
 //!   (`no such key: x`, `no such overload`, `division by zero` are cel-go's). There is no
 //!   runtime cost budget; the static cost estimate follows cel-go's estimator for the
-//!   operators, macros and string functions, and uses 1 for other functions.
+//!   operators, macros and string functions, and uses 1 for other functions. A rule with
+//!   `optionalOldSelf: true` sees `oldSelf` as `null` on create, not as an optional value.
 //! - `pattern` uses the `regex` crate with Go's ASCII `\d`, `\w`, `\s`, `\b` semantics. Go-only
 //!   syntax (`\Q...\E`, a literal `{` outside a repetition) fails to compile here and is reported
 //!   as an invalid pattern; the error text after "pattern is invalid:" is the `regex` crate's.
