@@ -10,10 +10,8 @@
 //!   passes the regexp compiler (`esr_schema::compile_go_regex` gives Go RE2 semantics), so this
 //!   crate needs no regex engine.
 //!
-//! - [`validate_push_secret`] / [`validate_cluster_push_secret`] and the AWS `customSessionTags`
-//!   check in [`validate_store_spec`]: the `x-kubernetes-validations` (CEL) rules of esr's CRDs,
-//!   written out by hand because esr evaluates no CEL. Their messages follow the apiserver's
-//!   format for a failed rule: `<field>: Invalid value: "object": <rule message>`.
+//! The `x-kubernetes-validations` (CEL) rules of the CRDs are not here: `esr-schema` evaluates
+//! the CRDs' own rules.
 //!
 //! Provider-specific `ValidateStore` checks of ESO's providers are not part of these rules.
 
@@ -23,7 +21,6 @@ use crate::v1::{
     ExternalSecretDataFromRemoteRef, ExternalSecretSpec, SecretStore, SecretStoreSpec,
     TemplateTarget,
 };
-use crate::v1alpha1::{ClusterPushSecret, PushSecret, PushSecretSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// Annotation naming the ServiceAccount of a `kubernetes.io/service-account-token` Secret.
@@ -174,20 +171,6 @@ pub fn validate_store_spec(
             }
         }
     }
-    if let Some(tags) = spec
-        .provider
-        .aws
-        .as_ref()
-        .and_then(|a| a.custom_session_tags.as_ref())
-        && ["esoNamespace", "esoStoreName", "esoStoreKind"]
-            .iter()
-            .any(|k| tags.contains_key(*k))
-    {
-        errs.push(
-            "spec.provider.aws.customSessionTags: Invalid value: \"object\": customSessionTags cannot contain automatically injected reserved keys: esoNamespace, esoStoreName, esoStoreKind"
-                .to_string(),
-        );
-    }
     match &spec.refresh_interval {
         Some(IntOrString::Int(i)) if *i < 0 => {
             errs.push(format!("refreshInterval must not be negative: {i}"));
@@ -200,46 +183,6 @@ pub fn validate_store_spec(
             Err(e) => errs.push(format!("refreshInterval is not a valid duration: {e}")),
         },
         _ => {}
-    }
-    errs
-}
-
-/// The `x-kubernetes-validations` rules of the PushSecret CRD.
-pub fn validate_push_secret(ps: &PushSecret) -> Vec<String> {
-    push_secret_spec_rules(&ps.spec, "spec")
-}
-
-/// The `x-kubernetes-validations` rules of the ClusterPushSecret CRD.
-pub fn validate_cluster_push_secret(cps: &ClusterPushSecret) -> Vec<String> {
-    push_secret_spec_rules(&cps.spec.push_secret_spec, "spec.pushSecretSpec")
-}
-
-fn push_secret_spec_rules(spec: &PushSecretSpec, path: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    for (i, d) in spec.data_to.iter().flatten().enumerate() {
-        let p = format!("{path}.dataTo[{i}]");
-        let store_ok = d
-            .store_ref
-            .as_ref()
-            .is_some_and(|r| r.name.is_some() || r.label_selector.is_some());
-        if !store_ok {
-            errs.push(format!(
-                "{p}: Invalid value: \"object\": storeRef must specify either name or labelSelector"
-            ));
-        }
-        let rewrites = d.rewrite.as_ref().map_or(0, Vec::len);
-        if d.remote_key.is_some() && d.rewrite.is_some() && rewrites != 0 {
-            errs.push(format!(
-                "{p}: Invalid value: \"object\": remoteKey and rewrite are mutually exclusive: rewrite is only supported in per-key mode (without remoteKey)"
-            ));
-        }
-        for (j, r) in d.rewrite.iter().flatten().enumerate() {
-            if r.regexp.is_some() == r.transform.is_some() {
-                errs.push(format!(
-                    "{p}.rewrite[{j}]: Invalid value: \"object\": exactly one of regexp or transform must be set"
-                ));
-            }
-        }
     }
     errs
 }
@@ -439,52 +382,6 @@ mod tests {
         assert_eq!(
             e,
             vec!["failed to compile 1th namespace regex in 0th condition: missing closing )"]
-        );
-    }
-
-    #[test]
-    fn push_secret_cel_rules() {
-        let ps: PushSecret = serde_json::from_value(json!({
-            "apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret", "metadata": {"name": "p"},
-            "spec": {"secretStoreRefs": [], "selector": {"secret": {"name": "s"}}, "dataTo": [
-                {"storeRef": {"name": "a"}},
-                {"storeRef": {"kind": "SecretStore"}, "remoteKey": "k", "rewrite": [{"regexp": {"source": "a", "target": "b"}}]},
-                {"storeRef": {"name": "a"}, "rewrite": [{}]}
-            ]}
-        }))
-        .unwrap();
-        assert_eq!(
-            validate_push_secret(&ps),
-            vec![
-                "spec.dataTo[1]: Invalid value: \"object\": storeRef must specify either name or labelSelector",
-                "spec.dataTo[1]: Invalid value: \"object\": remoteKey and rewrite are mutually exclusive: rewrite is only supported in per-key mode (without remoteKey)",
-                "spec.dataTo[2].rewrite[0]: Invalid value: \"object\": exactly one of regexp or transform must be set",
-            ]
-        );
-        let cps: ClusterPushSecret = serde_json::from_value(json!({
-            "apiVersion": "external-secrets.io/v1alpha1", "kind": "ClusterPushSecret", "metadata": {"name": "c"},
-            "spec": {"pushSecretSpec": {"secretStoreRefs": [], "selector": {"secret": {"name": "s"}}, "dataTo": [{}]}}
-        }))
-        .unwrap();
-        assert_eq!(
-            validate_cluster_push_secret(&cps),
-            vec![
-                "spec.pushSecretSpec.dataTo[0]: Invalid value: \"object\": storeRef must specify either name or labelSelector"
-            ]
-        );
-    }
-
-    #[test]
-    fn aws_custom_session_tags_reserved_keys() {
-        let s = store(
-            json!({"provider": {"aws": {"service": "SecretsManager", "region": "eu-west-1",
-            "customSessionTags": {"esoNamespace": "x"}}}}),
-        );
-        assert_eq!(
-            validate_secret_store(&s, &parens),
-            vec![
-                "spec.provider.aws.customSessionTags: Invalid value: \"object\": customSessionTags cannot contain automatically injected reserved keys: esoNamespace, esoStoreName, esoStoreKind"
-            ]
         );
     }
 }

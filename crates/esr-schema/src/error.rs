@@ -105,6 +105,8 @@ pub(crate) enum BadValue {
     Json(Value),
     /// An integer count (`TooMany`, `minItems`).
     Int(i64),
+    /// A value already rendered as Go's `%#v` does.
+    Raw(String),
 }
 
 impl BadValue {
@@ -112,6 +114,7 @@ impl BadValue {
         match self {
             BadValue::Omit => None,
             BadValue::Int(i) => Some(i.to_string()),
+            BadValue::Raw(s) => Some(s.clone()),
             BadValue::Json(v) => Some(match v {
                 Value::Null => gofmt::quote("null"),
                 Value::String(s) => gofmt::quote(s),

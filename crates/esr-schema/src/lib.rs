@@ -12,8 +12,11 @@
 //!   defaults.
 //! - [`Schema::validate`]: schema validation, list-set/map uniqueness and embedded-resource checks;
 //!   returns [`FieldError`]s whose `Display` is the apiserver's text.
+//! - [`Schema::validate_update`]: the same with the old object of an update, for transition
+//!   rules (`oldSelf`) and ratcheting.
 //! - [`check_structural`] / [`check_structural_at`]: the offline checks the apiserver makes on a CRD
 //!   schema when the CRD is created.
+//! - [`check_cel_rules`]: the CRD-time compile and cost checks of the CEL rules.
 //! - [`invalid_status`]: the 422 `Status` object the apiserver returns for field errors.
 //!
 //! The apiserver's order for a create or update is: prune, apply defaults, validate. A full
@@ -39,8 +42,18 @@
 //! between its runs; here it is deterministic (schema property order).
 //!
 //! Known differences from a real apiserver:
-//! - `x-kubernetes-validations` (CEL) rules are **not evaluated**; only their static shape is
-//!   checked by [`check_structural`]. Objects that violate a CEL rule pass [`Schema::validate`].
+//! - `x-kubernetes-validations` (CEL) rules are evaluated with the `cel` crate (cel-rust), with
+//!   the standard library, the strings, lists and math extensions, and the Kubernetes `isSorted`,
+//!   `sum`, `min`, `max`, list `indexOf`/`lastIndexOf`, `find`, `findAll` and `isURL`. Not
+//!   provided: the quantity, IP/CIDR, semver, format and authorizer libraries, and string
+//!   `format: date-time`/`duration`/`byte` fields are plain strings, not timestamps, durations or
+//!   bytes. Rules are parsed, not type-checked: a rule the apiserver refuses for a type error
+//!   (e.g. `self.size() == 'a'`) is accepted by [`check_cel_rules`] and fails when evaluated.
+//!   Texts of compile errors and of most evaluation errors are cel-rust's, not cel-go's
+//!   (`no such key: x`, `no such overload`, `division by zero` are cel-go's). There is no
+//!   runtime cost budget; the static cost estimate follows cel-go's estimator for the
+//!   operators, macros and string functions, and uses 1 for other functions. A rule with
+//!   `optionalOldSelf: true` sees `oldSelf` as `null` on create, not as an optional value.
 //! - `pattern` uses the `regex` crate with Go's ASCII `\d`, `\w`, `\s`, `\b` semantics. Go-only
 //!   syntax (`\Q...\E`, a literal `{` outside a repetition) fails to compile here and is reported
 //!   as an invalid pattern; the error text after "pattern is invalid:" is the `regex` crate's.
@@ -51,6 +64,9 @@
 //! - The CRD-level rule that restricts root keywords when the status subresource is enabled is not
 //!   checked (it needs the CRD, not the schema).
 
+mod cel;
+mod cel_lib;
+mod cost;
 mod error;
 mod formats;
 pub mod gofmt;
@@ -72,13 +88,25 @@ use node::Node;
 #[derive(Debug, Clone)]
 pub struct Schema {
     root: Node,
+    /// Some node carries `x-kubernetes-validations`.
+    has_cel: bool,
+}
+
+fn has_cel(n: &Node) -> bool {
+    !n.cel_rules.is_empty()
+        || n.properties.values().any(has_cel)
+        || n.additional_schema().is_some_and(has_cel)
+        || n.items.as_deref().is_some_and(has_cel)
+        || n.all_of.iter().any(has_cel)
 }
 
 impl Schema {
     /// Reads a CRD version's `schema.openAPIV3Schema`.
     pub fn new(open_api_v3_schema: &Value) -> Result<Schema, SchemaError> {
+        let root = Node::parse(open_api_v3_schema, "openAPIV3Schema")?;
         Ok(Schema {
-            root: Node::parse(open_api_v3_schema, "openAPIV3Schema")?,
+            has_cel: has_cel(&root),
+            root,
         })
     }
 
@@ -98,15 +126,49 @@ impl Schema {
         }
     }
 
-    /// Validates an object (after pruning and defaulting) as the apiserver does on create and
-    /// update: schema validation, `x-kubernetes-list-type` set/map uniqueness and embedded
-    /// resources. CEL rules are not evaluated.
+    /// Validates an object (after pruning and defaulting) as the apiserver does on create:
+    /// schema validation, `x-kubernetes-list-type` set/map uniqueness, embedded resources, then
+    /// the `x-kubernetes-validations` CEL rules. Same as [`Schema::validate_update`] without an
+    /// old object.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.validate_update(obj, None)
+    }
+
+    /// Validates an object as the apiserver does on update (`old` is the stored object) or
+    /// create (`old` is `None`): schema validation, list-type and embedded-resource checks, and
+    /// the CEL rules, transition rules (those using `oldSelf`) only where an old value
+    /// correlates. When a schema error of type, required, enum or size is present, the CEL
+    /// rules are not run and the apiserver's `<nil>: Invalid value: "null": some validation
+    /// rules were not checked because the object was invalid; correct the existing errors to
+    /// complete validation` is added instead.
+    pub fn validate_update(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let r = validate::validate_node(&self.root, obj, "");
         let mut errs = validate::to_field_errors(r.errs, None);
         listtype::validate_embedded("", &self.root, obj, &mut errs, true);
         if let Value::Object(m) = obj {
             listtype::validate_object("", &self.root, m, &mut errs);
+        }
+        if self.has_cel {
+            let blocking = errs.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    FieldErrorKind::NotSupported
+                        | FieldErrorKind::Required
+                        | FieldErrorKind::TooLong
+                        | FieldErrorKind::TooMany
+                        | FieldErrorKind::TypeInvalid
+                )
+            });
+            if blocking {
+                errs.push(FieldError::build(
+                    "<nil>",
+                    FieldErrorKind::Invalid,
+                    error::BadValue::Raw("null".to_string()),
+                    "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                ));
+            } else {
+                cel::validate(&self.root, obj, old, &mut errs);
+            }
         }
         errs
     }
@@ -208,6 +270,31 @@ pub fn check_structural(schema: &Value) -> Vec<String> {
         .into_iter()
         .map(|e| e.to_string())
         .collect()
+}
+
+/// The checks the apiserver makes on a CRD version schema's `x-kubernetes-validations` at CRD
+/// creation and update: every `rule` and `messageExpression` compiles, each rule's estimated
+/// cost (times how often it can run) stays within 10,000,000 and all of them together within
+/// 100,000,000. Field errors are rooted at `root`, e.g.
+/// `spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Forbidden:
+/// estimated rule cost exceeds budget by factor of 1.048576x (try simplifying the rule, or
+/// adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)`.
+/// A schema that cannot be read gives no errors here ([`check_structural_at`] reports it).
+pub fn check_cel_rules(schema: &Value, root: &str) -> Vec<FieldError> {
+    match Node::parse(schema, root) {
+        Ok(n) => cost::check(&n, root),
+        Err(_) => vec![],
+    }
+}
+
+/// The estimated cost [`check_cel_rules`] compares with the budget, for every rule and
+/// `messageExpression` that compiles: `(path, cost)`, the path ending in `.rule` or
+/// `.messageExpression`, in schema order.
+pub fn cel_rule_costs(schema: &Value, root: &str) -> Vec<(String, u64)> {
+    match Node::parse(schema, root) {
+        Ok(n) => cost::costs(&n, root),
+        Err(_) => vec![],
+    }
 }
 
 /// [`check_structural`] with field errors rooted at `root`, e.g.

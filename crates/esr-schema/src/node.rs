@@ -57,6 +57,8 @@ pub(crate) struct Node {
     pub x_list_map_keys: Vec<String>,
     pub x_map_type: Option<String>,
     pub x_validations: Vec<Value>,
+    /// `x_validations` compiled, one to one.
+    pub cel_rules: Vec<std::sync::Arc<crate::cel::Rule>>,
     /// Keywords the apiserver forbids or that are forbidden in value validations
     /// (checked by `check_structural`).
     pub has_title: bool,
@@ -161,7 +163,13 @@ impl Node {
         }
         if let Some(xv) = obj.get("x-kubernetes-validations") {
             match xv {
-                Value::Array(vals) => n.x_validations = vals.clone(),
+                Value::Array(vals) => {
+                    n.x_validations = vals.clone();
+                    n.cel_rules = vals
+                        .iter()
+                        .map(|v| std::sync::Arc::new(crate::cel::Rule::parse(v)))
+                        .collect();
+                }
                 Value::Null => {}
                 _ => return Err(bad(path, "x-kubernetes-validations", "an array")),
             }

@@ -287,9 +287,12 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     out
 }
 
+/// Structural-schema errors, then CEL rule errors (rules or messageExpressions that do not
+/// compile, estimated cost over budget), as the apiserver reports them for a schema at `path`.
 fn structural(schema: &Value, path: &str) -> Vec<Cause> {
     esr_schema::check_structural_at(schema, path)
         .into_iter()
+        .chain(esr_schema::check_cel_rules(schema, path))
         .map(cause)
         .collect()
 }

@@ -27,10 +27,11 @@ impl CompiledSchema {
             .map_err(|e| e.to_string())
     }
 
-    /// Validate an object.
-    pub fn validate(&self, obj: &Value) -> Vec<SchemaViolation> {
+    /// Validate an object on create (`old` is `None`) or update (`old` is the stored object):
+    /// the schema and its `x-kubernetes-validations` CEL rules.
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<SchemaViolation> {
         self.inner
-            .validate(obj)
+            .validate_update(obj, old)
             .into_iter()
             .map(|e| SchemaViolation {
                 field: e.path.clone(),

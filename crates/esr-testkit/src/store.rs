@@ -940,7 +940,7 @@ impl Store {
             && let Some(c) = &rt.compiled
         {
             c.apply_defaults(obj);
-            let errs = c.validate(obj);
+            let errs = c.validate(obj, old);
             if !errs.is_empty() {
                 let causes = errs
                     .into_iter()

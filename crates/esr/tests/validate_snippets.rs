@@ -831,9 +831,7 @@ fn crd_cel_rules_are_enforced() {
     let ps = "apiVersion: external-secrets.io/v1alpha1\nkind: PushSecret\nmetadata:\n  name: p\nspec:\n  secretStoreRefs:\n  - name: s\n  selector:\n    secret:\n      name: src\n  dataTo:\n  - storeRef:\n      kind: SecretStore\n";
     assert_error(
         ps,
-        &[
-            "spec.dataTo[0]: Invalid value: \"object\": storeRef must specify either name or labelSelector",
-        ],
+        &["spec.dataTo[0]: Invalid value: storeRef must specify either name or labelSelector"],
     );
 }
 

@@ -7,8 +7,10 @@
 //!   of its kind: the version must be served, unknown fields are errors (like kubectl's strict field
 //!   validation), then schema defaults are applied and the object is validated against the schema
 //!   (types, enums, required fields, patterns, ...), `metadata.name` is checked, and finally ESO's
-//!   semantic admission rules run (`esr_api::validation`), which also stand in for the
-//!   `x-kubernetes-validations` (CEL) rules of esr's CRDs (esr evaluates no CEL);
+//!   semantic admission rules run (`esr_api::validation`). Schema validation includes the CRD's
+//!   own `x-kubernetes-validations` (CEL) rules, evaluated as the API server does on create, so a
+//!   manifest the API server would refuse is an ERROR with its message, e.g.
+//!   `spec.dataTo[0]: Invalid value: storeRef must specify either name or labelSelector`;
 //! - generator kinds esr does not implement are skipped with the reason;
 //! - every other object is skipped.
 //!
@@ -618,18 +620,6 @@ fn semantic_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
         "ClusterSecretStore" => {
             match serde_json::from_value::<esr_api::v1::ClusterSecretStore>(obj.clone()) {
                 Ok(s) => validation::validate_cluster_secret_store(&s, &go_regex_check),
-                Err(e) => decode_err(e),
-            }
-        }
-        "PushSecret" => {
-            match serde_json::from_value::<esr_api::v1alpha1::PushSecret>(obj.clone()) {
-                Ok(ps) => validation::validate_push_secret(&ps),
-                Err(e) => decode_err(e),
-            }
-        }
-        "ClusterPushSecret" => {
-            match serde_json::from_value::<esr_api::v1alpha1::ClusterPushSecret>(obj.clone()) {
-                Ok(cps) => validation::validate_cluster_push_secret(&cps),
                 Err(e) => decode_err(e),
             }
         }
