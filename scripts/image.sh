@@ -64,6 +64,7 @@ version=$(field version)
 source_url=$(field repository)
 license=$(field license)
 tag=${tag:-$version}
+ESR_GIT_COMMIT_SET=${ESR_GIT_COMMIT:-}
 revision=${ESR_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 # Reproducible by default: the commit's time unless SOURCE_DATE_EPOCH is given.
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
@@ -86,6 +87,11 @@ if [ -z "$binary" ]; then
   cargo build --release --locked -p esr ${target:+--target "$target"}
   binary="$root/target/${target:+$target/}release/esr"
 fi
+# The labels describe the binary: when it runs here, its own commit is the revision.
+if [ -z "${ESR_GIT_COMMIT_SET:-}" ] && info=$("$binary" version -o json 2>/dev/null); then
+  revision=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["commit"])' <<<"$info")
+fi
+
 # The image's architecture: $ARCH (amd64, arm64) when the binary was built for another one.
 arch=${ARCH:-$(dpkg --print-architecture 2>/dev/null || uname -m)}
 
