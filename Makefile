@@ -4,7 +4,7 @@
 CARGO ?= cargo
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests demo e2e \
+.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e \
         bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout clean
 
 all: build
@@ -42,6 +42,10 @@ crds:
 # deploy/charts/esr/templates/crds (from crds/) and deploy/manifests (the chart rendered with default values).
 manifests:
 	$(CARGO) run -q -p esr-deploytool --bin esr-deploytool
+
+# The container image (OCI, in target/image/) without a Docker daemon: buildah, as root.
+image:
+	scripts/image.sh
 
 demo:
 	scripts/demo.sh

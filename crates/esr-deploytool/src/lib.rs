@@ -1,18 +1,24 @@
-//! Deploy tooling for esr: renders the Helm chart in `deploy/charts/esr` with esr-template (Go
-//! `text/template` + sprig) plus small shims for Helm's own functions and objects (`include`,
-//! `tpl`, `required`, `.Values`, `.Release`, `.Chart`, `.Capabilities`), and writes
-//! `deploy/manifests/` from it. Helm itself is not used: the chart's templates are kept plain so
-//! that this renderer gives the output Helm would give for them.
+//! Deploy tooling for esr: renders the Helm chart in `deploy/charts/esr` with real Helm and
+//! writes `deploy/manifests/` from it (`make manifests`).
+//!
+//! **Rendering is real Helm.** [`render_chart`] installs the chart with the Helm v4 library (see
+//! [`helm`]) into an in-process esr-testkit API server and returns the release's manifest, split
+//! by template. The bindings available here have no offline `helm template`, and an install gives
+//! the same output for the same values and cluster capabilities (Kubernetes version, served API
+//! groups), with the API server's validation of every object on top. So there is no second,
+//! hand-written renderer to keep in step with Helm: an earlier one (esr-template plus shims for
+//! `include`, `tpl`, `required`) is gone, and the chart may use any Helm feature (`fail`,
+//! `.Capabilities.APIVersions`, `lookup`, values.schema.json).
 //!
 //! Entry points: [`render_chart`] (one rendered document list), [`render_manifests`] (the files of
-//! `deploy/manifests/` as path → content), [`sync_chart_crds`] (the chart's CRD templates from
-//! the repository's `crds/`).
+//! `deploy/manifests/` as path → content), [`chart_crd_templates`] (the chart's CRD templates from
+//! the repository's `crds/`), [`write_all`] (`make manifests`).
+
+pub mod helm;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
 
-use esr_template::{ExecOptions, FuncDef, FuncError, FuncMap, GoType, Template, Value};
 use serde_json::Value as Json;
 
 /// Errors of the deploy tool.
@@ -26,22 +32,17 @@ pub enum DeployError {
         /// The error.
         source: std::io::Error,
     },
-    /// A YAML file does not parse.
-    #[error("{path}: {source}")]
-    Yaml {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: serde_yaml_ng::Error,
-    },
-    /// A template does not parse or execute.
-    #[error("template {name}: {message}")]
-    Template {
-        /// Template file name.
-        name: String,
-        /// The engine's message.
+    /// Helm failed (or could not be installed).
+    #[error("helm {action}: {message}")]
+    Helm {
+        /// lint, install, uninstall, pip install, ...
+        action: String,
+        /// Helm's message.
         message: String,
     },
+    /// The test API server failed.
+    #[error("esr-testkit: {0}")]
+    Testkit(Box<esr_testkit::TestkitError>),
     /// A rendered document is not valid YAML.
     #[error("rendered {name} is not valid YAML: {source}")]
     Rendered {
@@ -53,17 +54,19 @@ pub enum DeployError {
     /// A CRD contains template delimiters and cannot be embedded in the chart verbatim.
     #[error("{0} contains '{{{{'; it cannot be embedded in a chart template verbatim")]
     Delimiters(PathBuf),
+    /// A CRD file has no top-level `metadata:` line to add the chart's annotations under.
+    #[error("{0} has no top-level `metadata:` line")]
+    NoMetadata(PathBuf),
+}
+
+impl From<esr_testkit::TestkitError> for DeployError {
+    fn from(e: esr_testkit::TestkitError) -> Self {
+        DeployError::Testkit(Box::new(e))
+    }
 }
 
 fn read(path: &Path) -> Result<String, DeployError> {
     std::fs::read_to_string(path).map_err(|source| DeployError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn read_yaml(path: &Path) -> Result<Json, DeployError> {
-    serde_yaml_ng::from_str(&read(path)?).map_err(|source| DeployError::Yaml {
         path: path.to_path_buf(),
         source,
     })
@@ -87,243 +90,119 @@ impl Default for Release {
     }
 }
 
-/// Deep merge of Helm values: maps merge key by key, anything else replaces.
-pub fn merge_values(base: &mut Json, over: &Json) {
-    match (base, over) {
-        (Json::Object(b), Json::Object(o)) => {
-            for (k, v) in o {
-                match b.get_mut(k) {
-                    Some(slot) if slot.is_object() && v.is_object() => merge_values(slot, v),
-                    _ => {
-                        b.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (b, o) => *b = o.clone(),
-    }
-}
-
 /// One rendered template file: its path relative to `templates/` and its YAML documents.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
     /// e.g. `deployment.yaml`, `crds/external-secrets.io_externalsecrets.yaml`.
     pub template: String,
-    /// The non-empty documents, as rendered text (each without a leading `---`).
+    /// The non-empty documents, as rendered text (each without a leading `---` or `# Source`).
     pub documents: Vec<String>,
 }
 
-fn template_error(name: &str, message: impl std::fmt::Display) -> DeployError {
-    DeployError::Template {
-        name: name.to_string(),
-        message: message.to_string(),
-    }
-}
-
-/// The function map: esr-template's (sprig) plus Helm's `include`, `tpl` and `required`.
-/// `helpers` is the text of every `templates/_*.tpl`, made available to `include` and `tpl`.
-fn helm_funcs(helpers: Arc<String>) -> FuncMap {
-    let cell: Arc<OnceLock<FuncMap>> = Arc::new(OnceLock::new());
-    let mut funcs = FuncMap::eso();
-
-    let (c, h) = (cell.clone(), helpers.clone());
-    funcs.insert(FuncDef::new(
-        "include",
-        vec![GoType::String, GoType::Interface],
-        move |args| {
-            let name = args.first().and_then(Value::as_str).unwrap_or_default();
-            let text = format!("{{{{template {name:?} .}}}}{h}");
-            run_nested(&c, "include", &text, args.get(1))
-        },
-    ));
-    let (c, h) = (cell.clone(), helpers);
-    funcs.insert(FuncDef::new(
-        "tpl",
-        vec![GoType::String, GoType::Interface],
-        move |args| {
-            let body = args.first().and_then(Value::as_str).unwrap_or_default();
-            let text = format!("{body}{h}");
-            run_nested(&c, "tpl", &text, args.get(1))
-        },
-    ));
-    funcs.insert(FuncDef::new(
-        "required",
-        vec![GoType::String, GoType::Interface],
-        |args| {
-            let msg = args.first().and_then(Value::as_str).unwrap_or_default();
-            match args.get(1) {
-                None | Some(Value::Nil) => Err(FuncError::public(msg)),
-                Some(v) if v.as_str() == Some("") => Err(FuncError::public(msg)),
-                Some(v) => Ok(v.clone()),
-            }
-        },
-    ));
-    let _ = cell.set(funcs.clone());
-    funcs
-}
-
-fn helm_opts() -> ExecOptions {
-    // Helm executes with missingkey=zero and then replaces "<no value>" with "".
-    ExecOptions {
-        missingkey_error: false,
-        ..ExecOptions::default()
-    }
-}
-
-fn run_nested(
-    cell: &OnceLock<FuncMap>,
-    what: &str,
-    text: &str,
-    data: Option<&Value>,
-) -> Result<Value, FuncError> {
-    let funcs = cell
-        .get()
-        .ok_or_else(|| FuncError::public(format!("{what}: function map not ready")))?;
-    let t = Template::parse(what, text, funcs).map_err(|e| FuncError::new(e.to_string()))?;
-    let out = t
-        .execute(funcs, data.unwrap_or(&Value::Nil), &helm_opts())
-        .map_err(|e| FuncError::new(e.to_string()))?;
-    Ok(Value::String(
-        String::from_utf8_lossy(&out).replace("<no value>", ""),
-    ))
-}
-
-/// Splits rendered text into its non-empty YAML documents.
-fn documents(text: &str) -> Vec<String> {
-    let mut docs = Vec::new();
-    let mut cur = String::new();
-    for line in text.lines() {
+/// Splits a Helm release manifest into its documents by `# Source: <chart>/templates/<file>`
+/// header, in the manifest's order (Helm's install order), grouping consecutive documents of one
+/// template.
+pub fn split_manifest(manifest: &str) -> Result<Vec<Rendered>, DeployError> {
+    let mut chunks: Vec<String> = vec![String::new()];
+    for line in manifest.lines() {
         if line.trim_end() == "---" {
-            docs.push(std::mem::take(&mut cur));
-        } else {
+            chunks.push(String::new());
+        } else if let Some(cur) = chunks.last_mut() {
             cur.push_str(line);
             cur.push('\n');
         }
     }
-    docs.push(cur);
-    docs.into_iter()
-        .filter(|d| {
-            d.lines()
-                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        })
-        .map(|d| d.trim_start_matches('\n').to_string())
-        .collect()
-}
-
-fn template_files(
-    dir: &Path,
-    rel: &str,
-    out: &mut Vec<(String, PathBuf)>,
-) -> Result<(), DeployError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| DeployError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let rel_name = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
+    let mut out: Vec<Rendered> = Vec::new();
+    for chunk in chunks {
+        let mut lines = chunk.lines().skip_while(|l| l.trim().is_empty());
+        let Some(source) = lines.next().and_then(|l| l.strip_prefix("# Source: ")) else {
+            continue;
         };
-        if p.is_dir() {
-            template_files(&p, &rel_name, out)?;
-        } else {
-            out.push((rel_name, p));
+        let template = source
+            .split_once("/templates/")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_else(|| source.to_string());
+        let body: String = lines.map(|l| format!("{l}\n")).collect();
+        let body = format!("{}\n", body.trim_end());
+        if !body
+            .lines()
+            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        {
+            continue;
+        }
+        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&body).map_err(|source| {
+            DeployError::Rendered {
+                name: template.clone(),
+                source,
+            }
+        })?;
+        match out.last_mut() {
+            Some(last) if last.template == template => last.documents.push(body),
+            _ => out.push(Rendered {
+                template,
+                documents: vec![body],
+            }),
         }
     }
-    Ok(())
+    Ok(out)
 }
 
-/// Renders the chart in `chart_dir` with its `values.yaml` merged with `overrides`.
-/// Files under `templates/` whose name starts with `_` only provide `define`s; the others are
-/// rendered in path order. Every rendered document must be valid YAML.
+/// A minimal `monitoring.coreos.com/v1` ServiceMonitor CRD, so that renders with
+/// `serviceMonitor.enabled: true` install into the test API server as into a cluster with the
+/// Prometheus Operator.
+const SERVICE_MONITOR_CRD: &str = include_str!("../helm/servicemonitor-crd.yaml");
+
+/// Renders the chart in `chart_dir` with real Helm for `release`, with `values` over the chart's
+/// `values.yaml`: installs it into a fresh in-process esr-testkit (which serves the
+/// ServiceMonitor CRD and has the namespace of `scopedNamespace`, as the cluster would) and
+/// returns the release's manifest by template. Helm's errors (`fail`, `required`, a value that
+/// values.schema.json rejects) and the API server's rejections are [`DeployError::Helm`].
 pub fn render_chart(
     chart_dir: &Path,
-    overrides: &Json,
+    values: &Json,
     release: &Release,
 ) -> Result<Vec<Rendered>, DeployError> {
-    let chart = read_yaml(&chart_dir.join("Chart.yaml"))?;
-    let mut values = read_yaml(&chart_dir.join("values.yaml"))?;
-    if values.is_null() {
-        values = Json::Object(Default::default());
-    }
-    merge_values(&mut values, overrides);
+    render_chart_with(chart_dir, values, release, &[])
+}
 
-    let mut files = Vec::new();
-    template_files(&chart_dir.join("templates"), "", &mut files)?;
-    let mut helpers = String::new();
-    let mut templates = Vec::new();
-    for (rel, path) in files {
-        let base = rel.rsplit('/').next().unwrap_or(&rel);
-        if base.starts_with('_') {
-            helpers.push_str(&read(&path)?);
-        } else if base.ends_with(".yaml") || base.ends_with(".yml") || base.ends_with(".tpl") {
-            templates.push((rel, path));
-        }
-    }
-    let funcs = helm_funcs(Arc::new(helpers.clone()));
-
-    let s = |k: &str| chart.get(k).cloned().unwrap_or(Json::Null);
-    let root = serde_json::json!({
-        "Values": values,
-        "Release": {
-            "Name": release.name, "Namespace": release.namespace, "Service": "Helm",
-            "IsInstall": true, "IsUpgrade": false, "Revision": 1,
-        },
-        "Chart": {
-            "Name": s("name"), "Version": s("version"), "AppVersion": s("appVersion"),
-            "Description": s("description"), "Type": s("type"), "KubeVersion": s("kubeVersion"),
-        },
-        "Capabilities": {
-            "KubeVersion": {"Version": "v1.34.0", "Major": "1", "Minor": "34"},
-        },
-    });
-    let data = esr_template::value::from_json(&root);
-
-    // The helpers alone must render to nothing, since they are appended to every template.
-    let t =
-        Template::parse("_helpers", &helpers, &funcs).map_err(|e| template_error("_helpers", e))?;
-    let out = t
-        .execute(&funcs, &data, &helm_opts())
-        .map_err(|e| template_error("_helpers", e))?;
-    if !String::from_utf8_lossy(&out).trim().is_empty() {
-        return Err(template_error(
-            "_helpers",
-            "renders text outside its defines; trim it with {{- ... -}}",
-        ));
-    }
-
-    let mut rendered = Vec::new();
-    for (rel, path) in templates {
-        let text = format!("{}{}", read(&path)?, helpers);
-        let t = Template::parse(&rel, &text, &funcs).map_err(|e| template_error(&rel, e))?;
-        let out = t
-            .execute(&funcs, &data, &helm_opts())
-            .map_err(|e| template_error(&rel, e))?;
-        let out = String::from_utf8_lossy(&out).replace("<no value>", "");
-        let docs = documents(&out);
-        for d in &docs {
-            serde_yaml_ng::from_str::<serde_yaml_ng::Value>(d).map_err(|source| {
-                DeployError::Rendered {
-                    name: rel.clone(),
-                    source,
-                }
+/// [`render_chart`] into a cluster that also has `objects` (for example a CRD that makes it serve
+/// an API group the chart looks for in `.Capabilities.APIVersions`).
+pub fn render_chart_with(
+    chart_dir: &Path,
+    values: &Json,
+    release: &Release,
+    objects: &[Json],
+) -> Result<Vec<Rendered>, DeployError> {
+    let helm = helm::Helm::ensure()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| DeployError::Io {
+            path: PathBuf::from("tokio runtime"),
+            source,
+        })?;
+    let server = rt.block_on(esr_testkit::TestServer::start())?;
+    for doc in serde_yaml_ng::Deserializer::from_str(SERVICE_MONITOR_CRD) {
+        let v: Json =
+            serde::Deserialize::deserialize(doc).map_err(|source| DeployError::Rendered {
+                name: "servicemonitor-crd.yaml".into(),
+                source,
             })?;
-        }
-        if !docs.is_empty() {
-            rendered.push(Rendered {
-                template: rel,
-                documents: docs,
-            });
-        }
+        server.apply_object(v)?;
     }
-    Ok(rendered)
+    for o in objects {
+        server.apply_object(o.clone())?;
+    }
+    if let Some(ns) = values["scopedNamespace"].as_str().filter(|n| !n.is_empty()) {
+        server.apply_object(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
+        }))?;
+    }
+    let manifest = helm.install(server.kubeconfig_path(), release, chart_dir, values);
+    drop(server);
+    drop(rt);
+    split_manifest(&manifest?)
 }
 
 /// The repository root (this crate lives in `crates/esr-deploytool`).
@@ -377,14 +256,45 @@ pub fn render_manifests(chart_dir: &Path) -> Result<BTreeMap<String, String>, De
     Ok(files)
 }
 
-/// The chart's CRD templates (`templates/crds/<file>` → content) from the repository's `crds/`,
-/// each wrapped in `{{- if .Values.installCRDs }}`.
+/// The `crds.create*` value that also gates a CRD file (`<group>_<plural>.yaml`), as in ESO's
+/// chart; the CRDs not listed here are gated by `installCRDs` alone.
+const CRD_CREATE_VALUES: &[(&str, &str)] = &[
+    (
+        "external-secrets.io_clusterexternalsecrets.yaml",
+        "createClusterExternalSecret",
+    ),
+    (
+        "external-secrets.io_clustersecretstores.yaml",
+        "createClusterSecretStore",
+    ),
+    ("external-secrets.io_secretstores.yaml", "createSecretStore"),
+    (
+        "generators.external-secrets.io_clustergenerators.yaml",
+        "createClusterGenerator",
+    ),
+    (
+        "external-secrets.io_clusterpushsecrets.yaml",
+        "createClusterPushSecret",
+    ),
+    ("external-secrets.io_pushsecrets.yaml", "createPushSecret"),
+];
+
+/// The chart's CRD templates (`templates/crds/<file>` → content) from the repository's `crds/`:
+/// each CRD verbatim, rendered when `installCRDs` (and its `crds.create*` value, see
+/// [`CRD_CREATE_VALUES`]) is true, with `crds.annotations` added to its metadata.
 pub fn chart_crd_templates(crds_dir: &Path) -> Result<BTreeMap<String, String>, DeployError> {
-    let mut files = Vec::new();
-    template_files(crds_dir, "", &mut files)?;
+    let rd = std::fs::read_dir(crds_dir).map_err(|source| DeployError::Io {
+        path: crds_dir.to_path_buf(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
     let mut out = BTreeMap::new();
-    for (rel, path) in files {
-        if !rel.ends_with(".yaml") {
+    for path in files {
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if !name.ends_with(".yaml") {
             continue;
         }
         let text = read(&path)?;
@@ -392,12 +302,27 @@ pub fn chart_crd_templates(crds_dir: &Path) -> Result<BTreeMap<String, String>, 
             return Err(DeployError::Delimiters(path));
         }
         let body = text.trim_start_matches("---\n");
+        if !body.lines().any(|l| l == "metadata:") {
+            return Err(DeployError::NoMetadata(path));
+        }
+        let mut annotated = String::new();
+        for line in body.lines() {
+            annotated.push_str(line);
+            annotated.push('\n');
+            if line == "metadata:" {
+                annotated.push_str(
+                    "  {{- with .Values.crds.annotations }}\n  annotations:\n    {{- toYaml . | nindent 4 }}\n  {{- end }}\n",
+                );
+            }
+        }
+        let condition = match CRD_CREATE_VALUES.iter().find(|(f, _)| *f == name) {
+            Some((_, value)) => format!("and .Values.installCRDs .Values.crds.{value}"),
+            None => ".Values.installCRDs".to_string(),
+        };
         out.insert(
-            rel,
+            name,
             format!(
-                "{{{{- if .Values.installCRDs }}}}\n# Copied from crds/ by `make manifests`. Do not edit.\n{}{}{{{{- end }}}}\n",
-                body,
-                if body.ends_with('\n') { "" } else { "\n" }
+                "{{{{- if {condition} }}}}\n# Copied from crds/ by `make manifests`. Do not edit.\n{annotated}{{{{- end }}}}\n"
             ),
         );
     }

@@ -1,8 +1,12 @@
-//! The Helm chart rendered with esr-template (+ shims for include/tpl/required/.Values/.Release/
-//! .Chart): its default output equals the committed deploy/manifests, and the values behave.
+//! The Helm chart rendered by real Helm (installed into esr-testkit, see esr_deploytool::helm):
+//! its default output equals the committed deploy/manifests, `helm lint` passes, and the values
+//! behave, values.schema.json included.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use esr_deploytool::{Release, chart_crd_templates, render_chart, render_manifests, repo_root};
+use esr_deploytool::helm::Helm;
+use esr_deploytool::{
+    Release, chart_crd_templates, render_chart, render_chart_with, render_manifests, repo_root,
+};
 use serde_json::{Value, json};
 
 fn chart() -> std::path::PathBuf {
@@ -17,6 +21,12 @@ fn objects(overrides: Value) -> Vec<Value> {
         .flat_map(|r| r.documents)
         .map(|d| serde_yaml_ng::from_str::<Value>(&d).unwrap())
         .collect()
+}
+
+/// All rendered documents without the CRDs (installing them is most of an install's time).
+fn objects_no_crds(mut overrides: Value) -> Vec<Value> {
+    overrides["installCRDs"] = json!(false);
+    objects(overrides)
 }
 
 fn find<'a>(objs: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -175,8 +185,13 @@ fn values_change_the_output() {
         sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"],
         "arn:aws:iam::1:role/x"
     );
-    // scoped RBAC: a Role in the namespace, no ClusterRole, no leader election Role
-    assert!(find(&objs, "ClusterRole").is_empty());
+    // scoped RBAC: a Role in the namespace, no controller ClusterRole, no leader election Role
+    assert!(
+        find(&objs, "ClusterRole")
+            .iter()
+            .all(|r| r["metadata"]["name"] != "esr-controller")
+    );
+    assert!(find(&objs, "ClusterRoleBinding").is_empty());
     let roles = find(&objs, "Role");
     assert_eq!(roles.len(), 1);
     assert_eq!(roles[0]["metadata"]["namespace"], "team-a");
@@ -198,7 +213,7 @@ fn required_service_account_name_without_create() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("serviceAccount.name is required"), "{err}");
-    let objs = objects(json!({"serviceAccount": {"create": false, "name": "existing"}}));
+    let objs = objects_no_crds(json!({"serviceAccount": {"create": false, "name": "existing"}}));
     assert!(find(&objs, "ServiceAccount").is_empty());
     assert_eq!(
         find(&objs, "Deployment")[0]["spec"]["template"]["spec"]["serviceAccountName"],
@@ -212,13 +227,16 @@ fn release_name_and_namespace_are_used() {
         name: "prod".into(),
         namespace: "secrets".into(),
     };
-    let objs: Vec<Value> =
-        render_chart(&chart(), &json!({"fullnameOverride": "esr-prod"}), &release)
-            .unwrap()
-            .into_iter()
-            .flat_map(|r| r.documents)
-            .map(|d| serde_yaml_ng::from_str(&d).unwrap())
-            .collect();
+    let objs: Vec<Value> = render_chart(
+        &chart(),
+        &json!({"fullnameOverride": "esr-prod", "installCRDs": false}),
+        &release,
+    )
+    .unwrap()
+    .into_iter()
+    .flat_map(|r| r.documents)
+    .map(|d| serde_yaml_ng::from_str(&d).unwrap())
+    .collect();
     let dep = find(&objs, "Deployment")[0];
     assert_eq!(dep["metadata"]["name"], "esr-prod");
     assert_eq!(dep["metadata"]["namespace"], "secrets");
@@ -230,35 +248,290 @@ fn release_name_and_namespace_are_used() {
 }
 
 #[test]
-fn tpl_shim_renders_with_helpers() {
-    // `tpl` evaluates a string as a template against the root, with the chart's defines.
-    let dir = tempfile_dir();
-    std::fs::create_dir_all(dir.join("templates")).unwrap();
+fn helm_lint_passes() {
+    let report = Helm::ensure().unwrap().lint(&chart()).unwrap();
+    assert!(report.problems().is_empty(), "{:?}", report.problems());
+    // Lint reads values.schema.json: a chart whose values break its schema fails.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&chart(), dir.path());
+    let values = dir.path().join("values.yaml");
+    let text = std::fs::read_to_string(&values).unwrap();
     std::fs::write(
-        dir.join("Chart.yaml"),
-        "name: t\nversion: 1.0.0\nappVersion: \"2\"\n",
+        &values,
+        text.replace("replicaCount: 1", "replicaCount: one"),
     )
     .unwrap();
-    std::fs::write(
-        dir.join("values.yaml"),
-        "greeting: \"{{ include \\\"t.x\\\" . }}-{{ .Release.Name }}\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("templates/_h.tpl"),
-        "{{- define \"t.x\" -}}x{{ .Chart.AppVersion }}{{- end -}}",
-    )
-    .unwrap();
-    std::fs::write(dir.join("templates/cm.yaml"), "kind: ConfigMap\ndata:\n  g: {{ tpl .Values.greeting . | quote }}\n  m: {{ .Values.missing | default \"d\" }}\n").unwrap();
-    let r = render_chart(&dir, &json!({}), &Release::default()).unwrap();
-    let cm: Value = serde_yaml_ng::from_str(&r[0].documents[0]).unwrap();
-    assert_eq!(cm["data"]["g"], "x2-esr");
-    assert_eq!(cm["data"]["m"], "d");
-    std::fs::remove_dir_all(&dir).unwrap();
+    let report = Helm::ensure().unwrap().lint(dir.path());
+    let failed = match report {
+        Err(_) => true,
+        Ok(r) => !r.problems().is_empty(),
+    };
+    assert!(failed, "a schema violation must fail helm lint");
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("esr-deploytool-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let t = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn unknown_or_misspelled_values_fail() {
+    for bad in [
+        json!({"replicaCnt": 2}),
+        json!({"crds": {"createPushSecrets": false}}),
+        json!({"rbac": {"aggregateToViewer": true}}),
+        json!({"livenessProbe": {"enable": false}}),
+        json!({"global": {"compatibility": {"openshift": {"adaptSecurityContext": "sometimes"}}}}),
+        json!({"replicaCount": "2"}),
+    ] {
+        let err = render_chart(&chart(), &bad, &Release::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("schema"), "{bad}: {msg}");
+    }
+}
+
+#[test]
+fn crds_are_kept_on_uninstall_by_default_and_can_be_left_out() {
+    let objs = objects(json!({}));
+    let crds = find(&objs, "CustomResourceDefinition");
+    assert_eq!(crds.len(), 10);
+    for c in &crds {
+        assert_eq!(
+            c["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
+            "{}",
+            c["metadata"]["name"]
+        );
+    }
+    let objs = objects(json!({
+        "crds": {
+            "annotations": {"example.com/owner": "platform"},
+            "createClusterExternalSecret": false,
+            "createClusterSecretStore": false,
+            "createSecretStore": false,
+            "createClusterGenerator": false,
+            "createClusterPushSecret": false,
+            "createPushSecret": false,
+        },
+        "processClusterExternalSecret": false,
+        "processClusterStore": false,
+        "processClusterPushSecret": false,
+        "processPushSecret": false,
+    }));
+    let mut names: Vec<&str> = find(&objs, "CustomResourceDefinition")
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "externalsecrets.external-secrets.io",
+            "fakes.generators.external-secrets.io",
+            "passwords.generators.external-secrets.io",
+            "vaultdynamicsecrets.generators.external-secrets.io",
+        ]
+    );
+    for c in find(&objs, "CustomResourceDefinition") {
+        // Helm merges maps: an added annotation keeps the default one.
+        assert_eq!(
+            c["metadata"]["annotations"],
+            json!({"example.com/owner": "platform", "helm.sh/resource-policy": "keep"})
+        );
+    }
+    let a = args(&objs);
+    for want in [
+        "--enable-cluster-store-reconciler=false",
+        "--enable-cluster-external-secret-reconciler=false",
+        "--enable-cluster-push-secret-reconciler=false",
+        "--enable-push-secret-reconciler=false",
+    ] {
+        assert!(a.contains(&want.to_string()), "{want} not in {a:?}");
+    }
+}
+
+#[test]
+fn cluster_push_secrets_need_push_secrets() {
+    let err = render_chart(
+        &chart(),
+        &json!({"processPushSecret": false}),
+        &Release::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("processClusterPushSecret needs processPushSecret"),
+        "{err}"
+    );
+}
+
+#[test]
+fn aggregated_roles_follow_the_rbac_values() {
+    let objs = objects_no_crds(json!({}));
+    let role = |objs: &[Value], name: &str| {
+        find(objs, "ClusterRole")
+            .into_iter()
+            .find(|r| r["metadata"]["name"] == name)
+            .cloned()
+    };
+    let view = role(&objs, "esr-view").unwrap();
+    let labels = &view["metadata"]["labels"];
+    for l in ["view", "edit", "admin"] {
+        assert_eq!(
+            labels[format!("rbac.authorization.k8s.io/aggregate-to-{l}")],
+            "true"
+        );
+    }
+    let edit = role(&objs, "esr-edit").unwrap();
+    assert!(edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"].is_null());
+    assert_eq!(
+        edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"],
+        "true"
+    );
+
+    let objs = objects_no_crds(
+        json!({"rbac": {"aggregateToView": true, "aggregateToEdit": false, "aggregateToAdmin": false}}),
+    );
+    let view = role(&objs, "esr-view").unwrap();
+    assert_eq!(
+        view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"],
+        "true"
+    );
+    assert!(view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"].is_null());
+    assert!(role(&objs, "esr-edit").is_none());
+
+    let objs = objects_no_crds(
+        json!({"rbac": {"aggregateToView": false, "aggregateToEdit": false, "aggregateToAdmin": false}}),
+    );
+    assert!(role(&objs, "esr-view").is_none());
+    assert!(role(&objs, "esr-controller").is_some());
+}
+
+#[test]
+fn pod_extras_labels_probes_and_strategy() {
+    let objs = objects_no_crds(json!({
+        "commonLabels": {"team": "platform"},
+        "revisionHistoryLimit": 3,
+        "strategy": {"type": "Recreate"},
+        "extraVolumes": [{"name": "ca", "configMap": {"name": "corp-ca"}}],
+        "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/corp-ca", "readOnly": true}],
+        "extraContainers": [{"name": "sidecar", "image": "example.com/sidecar:1"}],
+        "extraInitContainers": [{"name": "init", "image": "example.com/init:1"}],
+        "extraObjects": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "corp-ca", "namespace": "{{ .Release.Namespace }}"}, "data": {"ca.crt": "x"}},
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\n  namespace: {{ .Release.Namespace }}\n",
+        ],
+        "livenessProbe": {"enabled": false},
+        "readinessProbe": {"spec": {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 7}},
+    }));
+    let dep = find(&objs, "Deployment")[0];
+    assert_eq!(dep["metadata"]["labels"]["team"], "platform");
+    assert_eq!(
+        dep["spec"]["template"]["metadata"]["labels"]["team"],
+        "platform"
+    );
+    assert_eq!(dep["spec"]["revisionHistoryLimit"], 3);
+    assert_eq!(dep["spec"]["strategy"]["type"], "Recreate");
+    let pod = &dep["spec"]["template"]["spec"];
+    assert_eq!(pod["volumes"][0]["configMap"]["name"], "corp-ca");
+    assert_eq!(pod["initContainers"][0]["name"], "init");
+    let names: Vec<&str> = pod["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["esr", "sidecar"]);
+    let c = container(&objs);
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/etc/corp-ca");
+    assert!(c["livenessProbe"].is_null());
+    assert_eq!(c["readinessProbe"]["periodSeconds"], 7);
+    let cms: Vec<&str> = find(&objs, "ConfigMap")
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        cms.contains(&"corp-ca") && cms.contains(&"esr-extra"),
+        "{cms:?}"
+    );
+    for o in &objs {
+        if o["kind"] != "CustomResourceDefinition" && o["kind"] != "ConfigMap" {
+            assert_eq!(o["metadata"]["labels"]["team"], "platform", "{}", o["kind"]);
+        }
+    }
+    // Defaults: both probes on the health port.
+    let c = container(&objects_no_crds(json!({})));
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["port"], "health");
+}
+
+fn security_contexts(objs: &[Value]) -> (Value, Value) {
+    let dep = find(objs, "Deployment")[0];
+    (
+        dep["spec"]["template"]["spec"]["securityContext"].clone(),
+        container(objs)["securityContext"].clone(),
+    )
+}
+
+#[test]
+fn openshift_assigns_the_uid() {
+    // Plain Kubernetes: the fixed non-root UID and GID.
+    let (pod, ctr) = security_contexts(&objects_no_crds(json!({})));
+    assert_eq!(pod["runAsUser"], 65532);
+    assert_eq!(pod["fsGroup"], 65532);
+    assert_eq!(ctr["runAsUser"], 65532);
+    assert!(pod.get("enabled").is_none() && ctr.get("enabled").is_none());
+
+    // OpenShift (the cluster serves security.openshift.io/v1): no UID, GID or fsGroup.
+    let scc_crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "securitycontextconstraints.security.openshift.io"},
+        "spec": {"group": "security.openshift.io", "scope": "Cluster",
+            "names": {"kind": "SecurityContextConstraints", "plural": "securitycontextconstraints", "singular": "securitycontextconstraints", "listKind": "SecurityContextConstraintsList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let on_openshift = |mut values: Value| -> Vec<Value> {
+        values["installCRDs"] = json!(false);
+        render_chart_with(
+            &chart(),
+            &values,
+            &Release::default(),
+            std::slice::from_ref(&scc_crd),
+        )
+        .unwrap()
+        .into_iter()
+        .flat_map(|r| r.documents)
+        .map(|d| serde_yaml_ng::from_str::<Value>(&d).unwrap())
+        .collect()
+    };
+    let (pod, ctr) = security_contexts(&on_openshift(json!({})));
+    for k in ["runAsUser", "runAsGroup", "fsGroup"] {
+        assert!(pod.get(k).is_none(), "pod {k}: {pod}");
+        assert!(ctr.get(k).is_none(), "container {k}: {ctr}");
+    }
+    assert_eq!(pod["runAsNonRoot"], true);
+    assert_eq!(ctr["readOnlyRootFilesystem"], true);
+    // disabled: kept even on OpenShift; force: dropped anywhere.
+    let disabled =
+        json!({"global": {"compatibility": {"openshift": {"adaptSecurityContext": "disabled"}}}});
+    let (pod, _) = security_contexts(&on_openshift(disabled));
+    assert_eq!(pod["runAsUser"], 65532);
+    let force =
+        json!({"global": {"compatibility": {"openshift": {"adaptSecurityContext": "force"}}}});
+    let (pod, ctr) = security_contexts(&objects_no_crds(force));
+    assert!(pod.get("runAsUser").is_none() && ctr.get("runAsUser").is_none());
+    // enabled: false leaves the securityContext out.
+    let (pod, ctr) = security_contexts(&objects_no_crds(
+        json!({"podSecurityContext": {"enabled": false}, "securityContext": {"enabled": false}}),
+    ));
+    assert!(pod.is_null() && ctr.is_null());
 }

@@ -215,6 +215,14 @@ fn granted() -> BTreeSet<(String, String, String)> {
         if v["kind"] != "ClusterRole" && v["kind"] != "Role" {
             continue;
         }
+        // The aggregated view/edit roles are for people (bound through Kubernetes' view, edit
+        // and admin ClusterRoles), not for esr's ServiceAccount.
+        if v["metadata"]["labels"].as_object().is_some_and(|l| {
+            l.keys()
+                .any(|k| k.starts_with("rbac.authorization.k8s.io/aggregate-to-"))
+        }) {
+            continue;
+        }
         kinds += 1;
         for rule in v["rules"].as_array().unwrap() {
             let list = |k: &str| -> Vec<String> {

@@ -1,6 +1,6 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) for the
 //! few kinds kubectl's typed generators send that way: `kubectl create namespace|secret|configmap|
-//! serviceaccount|token`. The body is the `k8s\0` magic followed by a `runtime.Unknown` envelope
+//! serviceaccount|token`, and client-go's DeleteOptions (Helm's release Secret). The body is the `k8s\0` magic followed by a `runtime.Unknown` envelope
 //! whose `raw` field holds the object. Only the fields of those kinds are known; responses are JSON.
 
 use base64::Engine;
@@ -67,6 +67,18 @@ const CONFIG_MAP: &[Field] = &[
     (2, "data", Ty::MapStr, false),
     (3, "binaryData", Ty::MapBytes, false),
     (4, "immutable", Ty::Bool, false),
+];
+const PRECONDITIONS: &[Field] = &[
+    (1, "uid", Ty::Str, false),
+    (2, "resourceVersion", Ty::Str, false),
+];
+/// The body of a DELETE, as client-go sends it (Helm deletes its release Secret this way).
+const DELETE_OPTIONS: &[Field] = &[
+    (1, "gracePeriodSeconds", Ty::Int, false),
+    (2, "preconditions", Ty::Msg(PRECONDITIONS), false),
+    (3, "orphanDependents", Ty::Bool, false),
+    (4, "propagationPolicy", Ty::Str, false),
+    (5, "dryRun", Ty::Str, true),
 ];
 const NS_SPEC: &[Field] = &[(1, "finalizers", Ty::Str, true)];
 const NAMESPACE: &[Field] = &[
@@ -240,6 +252,7 @@ pub fn decode_body(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
         ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST,
+        ("v1" | "meta.k8s.io/v1", "DeleteOptions") => DELETE_OPTIONS,
         _ => {
             return Err(unsupported(&format!(
                 "protobuf {api_version} {kind} is not supported; send JSON"

@@ -1,4 +1,4 @@
-//! The `esr` binary: controller, render, validate, migrate, crdgen, template.
+//! The `esr` binary: controller, render, validate, migrate, crdgen, template, version.
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +28,8 @@ enum Command {
     Crdgen(cmd::crdgen::Args),
     /// Render an ExternalSecret's template from a data file, like ESO's `esoctl template`.
     Template(cmd::template::Args),
+    /// Print the version, the git commit and the build date.
+    Version(cmd::version::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,6 +41,7 @@ fn main() -> std::process::ExitCode {
         Command::Migrate(args) => cmd::migrate::run(args),
         Command::Crdgen(args) => cmd::crdgen::run(args),
         Command::Template(args) => cmd::template::run(args),
+        Command::Version(args) => cmd::version::run(args),
     };
     match result {
         Ok(code) => code,

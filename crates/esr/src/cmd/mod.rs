@@ -6,3 +6,4 @@ pub mod migrate;
 pub mod render;
 pub mod template;
 pub mod validate;
+pub mod version;
