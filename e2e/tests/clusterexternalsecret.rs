@@ -496,3 +496,91 @@ async fn setup_without_esr_check(env: &Env) {
     )
     .await;
 }
+
+async fn metrics_text(addr: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).await.unwrap();
+    resp
+}
+
+/// The Ready condition metric of a failing ClusterExternalSecret: esr exposes `status="False"` 1
+/// (ESO updates the series only for Ready=True; docs/compatibility.md lists the difference), and
+/// the Password generator's `prefix`/`suffix` (ESO v2.12) reach every namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_condition_metric_and_password_prefix_suffix() {
+    let env = Env::start().await.unwrap();
+    let esr = env.start_esr(&[]).unwrap();
+    let maddr = esr.metrics_addr.clone().unwrap();
+    setup(&env).await;
+    let a = env.namespace("metra").await.unwrap();
+    // A foreign ExternalSecret makes namespace a fail.
+    apply(&env, &a, es("wild", es_spec())).await;
+    apply_ces(
+        &env,
+        json!({"externalSecretSpec": es_spec(), "namespaces": [a]}),
+    )
+    .await;
+    wait_for("CES Ready=False", TIMEOUT, || async {
+        let st = ces_status(&env).await;
+        (st["conditions"][0]["status"] == "False").then_some(())
+    })
+    .await
+    .unwrap();
+    let want_false = "clusterexternalsecret_status_condition{name=\"wild\",namespace=\"\",condition=\"Ready\",status=\"False\"} 1";
+    let want_true = "clusterexternalsecret_status_condition{name=\"wild\",namespace=\"\",condition=\"Ready\",status=\"True\"} 0";
+    let text = wait_for("failing CES metric", TIMEOUT, || async {
+        let t = metrics_text(&maddr).await;
+        t.contains(want_false).then_some(t)
+    })
+    .await
+    .unwrap();
+    assert!(text.contains(want_true), "{text}");
+
+    // Password prefix/suffix through a ClusterGenerator.
+    let gvk = GroupVersionKind::gvk(
+        "generators.external-secrets.io",
+        "v1alpha1",
+        "ClusterGenerator",
+    );
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "clustergenerators");
+    let gen_api: Api<DynamicObject> = Api::all_with(env.client(), &ar);
+    let g = json!({"apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "ClusterGenerator",
+        "metadata": {"name": "pw-fixed"},
+        "spec": {"kind": "Password", "generator": {"passwordSpec": {
+            "length": 10, "digits": 0, "symbols": 0, "noUpper": true,
+            "prefix": "app-", "suffix": "-v1"}}}});
+    gen_api
+        .patch(
+            "pw-fixed",
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&g),
+        )
+        .await
+        .unwrap();
+    let b = env.namespace("prefb").await.unwrap();
+    apply_ces(
+        &env,
+        json!({"namespaces": [b], "externalSecretSpec": {
+        "refreshInterval": "1h", "target": {"name": "wild-secret"},
+        "dataFrom": [{"sourceRef": {"generatorRef": {
+            "apiVersion": "generators.external-secrets.io/v1alpha1",
+            "kind": "ClusterGenerator", "name": "pw-fixed"}}}]}}),
+    )
+    .await;
+    let p = wait_for("generated secret", TIMEOUT, || async {
+        let s = secret(&env, &b, "wild-secret").await?;
+        decoded(&s).get("password").cloned()
+    })
+    .await
+    .unwrap();
+    let core = p
+        .strip_prefix("app-")
+        .and_then(|r| r.strip_suffix("-v1"))
+        .unwrap_or_else(|| panic!("{p}"));
+    assert_eq!(core.chars().count(), 10, "{p}");
+    assert!(core.chars().all(|c| c.is_ascii_lowercase()), "{p}");
+}

@@ -328,20 +328,12 @@ async fn unsupported_provider_is_reported_on_the_store() {
                "spec": {"provider": {"gcpsm": {"projectID": "p"}}}}),
     )
     .await;
-    let st = wait_condition(
-        &env,
-        "SecretStore",
-        &ns,
-        "gcp",
-        "False",
-        "InvalidProviderConfig",
-    )
-    .await;
+    let st = wait_condition(&env, "SecretStore", &ns, "gcp", "False", "ProviderNotFound").await;
     assert_eq!(ready(&st).2, "provider gcpsm is not supported by esr");
     wait_event(
         &env,
         "gcp",
-        "InvalidProviderConfig",
+        "ProviderNotFound",
         "provider gcpsm is not supported by esr",
     )
     .await;
@@ -645,4 +637,133 @@ async fn renamed_target_deletes_the_orphaned_secret() {
     )
     .await;
     assert!(secret(&env, &ns, "bystander").await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generic_target_fails_with_esos_condition_and_writes_nothing() {
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("generic").await.unwrap();
+    let mut esr = env.start_esr(&[]).unwrap();
+    apply(&env, &ns, foo_bar_store("fake-generic")).await;
+    let mut obj = foo_bar_es("fake-generic");
+    obj["spec"]["target"] = json!({"name": "app-config",
+        "manifest": {"apiVersion": "v1", "kind": "ConfigMap"}});
+    apply(&env, &ns, obj.clone()).await;
+    let es = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "app",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    assert_eq!(
+        ready(&es).2,
+        "invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag"
+    );
+    wait_event(&env, "app", "UpdateFailed", "generic targets are disabled").await;
+    assert!(secret(&env, &ns, "app-config").await.is_none());
+    assert!(get(&env, "ConfigMap", &ns, "app-config").await.is_none());
+
+    // With --unsafe-allow-generic-targets esr still writes no object, and says so.
+    esr.stop();
+    let _esr = env
+        .start_esr(&["--unsafe-allow-generic-targets=true"])
+        .unwrap();
+    obj["metadata"]["labels"] = json!({"restart": "1"});
+    apply(&env, &ns, obj).await;
+    let es = wait_for("generic target refused with the flag", TIMEOUT, || async {
+        let o = get(&env, "ExternalSecret", &ns, "app").await?;
+        let r = ready(&o);
+        r.2.contains("esr does not write generic targets")
+            .then_some(r)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        es,
+        (
+            "False".to_string(),
+            "SecretSyncedError".to_string(),
+            "invalid generic target: esr does not write generic targets (v1 ConfigMap); only Secret targets are supported".to_string()
+        )
+    );
+    assert!(secret(&env, &ns, "app-config").await.is_none());
+    assert!(get(&env, "ConfigMap", &ns, "app-config").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eso_v2_10_reasons_and_detailed_messages() {
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("reasons").await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    apply(&env, &ns, foo_bar_store("fake-reasons")).await;
+    apply(&env, &ns, foo_bar_es("fake-reasons")).await;
+    wait_secret_data(&env, &ns, "app-secret", FOO_BAR).await;
+
+    // A second ExternalSecret targeting the first one's Secret: SecretOwnedByOther.
+    let mut other = foo_bar_es("fake-reasons");
+    other["metadata"]["name"] = json!("intruder");
+    apply(&env, &ns, other).await;
+    let es = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "intruder",
+        "False",
+        "SecretOwnedByOther",
+    )
+    .await;
+    assert_eq!(
+        ready(&es).2,
+        "target is owned by another ExternalSecret: unable to mutate secret app-secret: secret is owned by another ExternalSecret: app"
+    );
+
+    // A Kubernetes API error: `could not update secret: <the API server's message>`.
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "typed"},
+               "type": "Opaque", "stringData": {"x": "y"}}),
+    )
+    .await;
+    let mut typed = foo_bar_es("fake-reasons");
+    typed["metadata"]["name"] = json!("typed");
+    typed["spec"]["target"] = json!({"name": "typed", "template": {"type": "example.com/custom"}});
+    apply(&env, &ns, typed).await;
+    let es = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "typed",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    let msg = ready(&es).2;
+    assert!(
+        msg.starts_with(
+            "could not update secret: unable to update secret typed: Secret \"typed\" is invalid: "
+        ),
+        "{msg}"
+    );
+    assert!(msg.contains("field is immutable"), "{msg}");
+    assert!(!msg.contains("ErrorResponse"), "{msg}");
+    // Provider errors stay generic.
+    let mut broken = foo_bar_es("fake-reasons");
+    broken["metadata"]["name"] = json!("broken");
+    broken["spec"]["target"] = json!({"name": "broken-secret"});
+    broken["spec"]["data"] = json!([{"secretKey": "k", "remoteRef": {"key": "/missing"}}]);
+    apply(&env, &ns, broken).await;
+    let es = wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "broken",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    assert_eq!(ready(&es).2, "could not get secret data from provider");
 }

@@ -739,3 +739,138 @@ async fn cluster_store_selected_by_label_gets_the_finalizer_while_referenced() {
     )
     .await;
 }
+
+/// The Ready condition of a PushSecret once it reads `Errored` with a message containing `needle`.
+async fn wait_errored(env: &Env, ns: &str, name: &str, needle: &str) -> (String, String, String) {
+    wait_for(
+        &format!("PushSecret {ns}/{name} Errored with {needle:?}"),
+        TIMEOUT,
+        || async {
+            let o = get_ps(env, ns, name).await?;
+            let r = ready(&o);
+            (r.0 == "False" && r.1 == "Errored" && r.2.contains(needle)).then_some(r)
+        },
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eso_controller_test_cases_missing_source_key_and_store() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    let (ns, dst) = setup(&env).await;
+
+    // A missing source Secret with nothing synced yet: Errored, even with deletionPolicy Delete.
+    apply_ps(
+        &env,
+        &ns,
+        "nosrc",
+        json!({"refreshInterval": "1s", "deletionPolicy": "Delete",
+               "secretStoreRefs": [{"name": "k8s", "kind": "SecretStore"}],
+               "selector": {"secret": {"name": "absent"}},
+               "data": [{"match": {"secretKey": "crt", "remoteRef": {"remoteKey": "never"}}}]}),
+    )
+    .await;
+    let r = wait_errored(&env, &ns, "nosrc", "source secret").await;
+    assert_eq!(r.2, "could not get source secret");
+
+    // A missing source key: checked before the provider is called.
+    apply_ps(
+        &env,
+        &ns,
+        "nokey",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"name": "k8s", "kind": "SecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "data": [{"match": {"secretKey": "nope", "remoteRef": {"remoteKey": "nokey"}}}]}),
+    )
+    .await;
+    let r = wait_errored(&env, &ns, "nokey", "secret key").await;
+    assert_eq!(r.2, "set secret failed: secret key nope does not exist");
+    assert!(secret(&env, &dst, "nokey").await.is_none());
+
+    // A missing store: ESO's text, not kube's Debug rendering.
+    apply_ps(
+        &env,
+        &ns,
+        "nostore",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"name": "gone", "kind": "SecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "data": [{"match": {"secretKey": "crt", "remoteRef": {"remoteKey": "x"}}}]}),
+    )
+    .await;
+    let r = wait_errored(&env, &ns, "nostore", "could not get").await;
+    assert_eq!(
+        r.2,
+        "could not get SecretStore \"gone\", secretstores.external-secrets.io \"gone\" not found"
+    );
+    apply_ps(
+        &env,
+        &ns,
+        "nocss",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"name": "gone-css", "kind": "ClusterSecretStore"}],
+               "selector": {"secret": {"name": "src"}},
+               "data": [{"match": {"secretKey": "crt", "remoteRef": {"remoteKey": "x"}}}]}),
+    )
+    .await;
+    let r = wait_errored(&env, &ns, "nocss", "could not get").await;
+    assert_eq!(
+        r.2,
+        "could not get ClusterSecretStore \"gone-css\", clustersecretstores.external-secrets.io \"gone-css\" not found"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eso_controller_test_cases_data_to_validation_is_written_to_status() {
+    let env = Env::start().await.unwrap();
+    let _esr = env.start_esr(&[]).unwrap();
+    let (ns, dst) = setup(&env).await;
+    apply(
+        &env,
+        &ns,
+        json!({"apiVersion": "external-secrets.io/v1", "kind": "SecretStore",
+               "metadata": {"name": "k8s-labelled", "labels": {"tier": "push"}},
+               "spec": {"provider": {"kubernetes": {"remoteNamespace": dst,
+                        "auth": {"serviceAccount": {"name": "pusher"}}}}}}),
+    )
+    .await;
+
+    // A named dataTo storeRef missing from secretStoreRefs is an error, even though a
+    // label-selector ref is listed too.
+    apply_ps(
+        &env,
+        &ns,
+        "named",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"labelSelector": {"matchLabels": {"tier": "push"}}}],
+               "selector": {"secret": {"name": "src"}},
+               "dataTo": [{"storeRef": {"name": "k8s"}}]}),
+    )
+    .await;
+    let r = wait_errored(&env, &ns, "named", "dataTo").await;
+    assert_eq!(
+        r.2,
+        "dataTo[0]: storeRef \"k8s\" not found in secretStoreRefs"
+    );
+
+    // A dataTo label selector that matches none of the resolved stores.
+    apply_ps(
+        &env,
+        &ns,
+        "unmatched",
+        json!({"refreshInterval": "1s",
+               "secretStoreRefs": [{"labelSelector": {"matchLabels": {"tier": "push"}}}],
+               "selector": {"secret": {"name": "src"}},
+               "dataTo": [{"storeRef": {"labelSelector": {"matchLabels": {"tier": "other"}}}}]}),
+    )
+    .await;
+    let r = wait_errored(&env, &ns, "unmatched", "dataTo").await;
+    assert_eq!(
+        r.2,
+        "dataTo[0]: storeRef labelSelector does not match any store in secretStoreRefs"
+    );
+    assert!(secret(&env, &dst, "crt").await.is_none());
+}

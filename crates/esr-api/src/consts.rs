@@ -151,6 +151,8 @@ pub const EVENT_MSG_DELETED_ORPHANED: &str = "secret deleted because it was orph
 pub const REASON_STORE_VALID: &str = "Valid";
 /// Store configuration invalid.
 pub const REASON_INVALID_PROVIDER_CONFIG: &str = "InvalidProviderConfig";
+/// The store's provider cannot be resolved (ESO v2.10+; `InvalidProviderConfig` before).
+pub const REASON_PROVIDER_NOT_FOUND: &str = "ProviderNotFound";
 /// Store validation result unknown.
 pub const REASON_VALIDATION_UNKNOWN: &str = "ValidationUnknown";
 /// Store configuration invalid (webhook).

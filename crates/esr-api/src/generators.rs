@@ -61,6 +61,14 @@ pub struct PasswordSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub secret_keys: Option<Vec<String>>,
+    /// A fixed string put before the generated password (not counted in `length`; encoded with
+    /// it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// A fixed string put after the generated password (not counted in `length`; encoded with
+    /// it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suffix: Option<String>,
 }
 
 impl Default for PasswordSpec {
@@ -74,6 +82,8 @@ impl Default for PasswordSpec {
             allow_repeat: false,
             encoding: None,
             secret_keys: None,
+            prefix: None,
+            suffix: None,
         }
     }
 }

@@ -55,6 +55,11 @@ pub struct Config {
     /// `--enable-push-secret-reconciler`: the store controllers then also manage the store
     /// finalizer for PushSecrets with `deletionPolicy: Delete` (as ESO).
     pub push_secrets: bool,
+    /// `--enable-secret-store-reconciler`: run the SecretStore controller (ExternalSecrets using
+    /// SecretStores are reconciled either way, as in ESO).
+    pub secret_stores: bool,
+    /// `--unsafe-allow-generic-targets`.
+    pub allow_generic_targets: bool,
 }
 
 impl Default for Config {
@@ -68,6 +73,8 @@ impl Default for Config {
             cluster_stores: true,
             instance: None,
             push_secrets: true,
+            secret_stores: true,
+            allow_generic_targets: false,
         }
     }
 }
@@ -329,6 +336,15 @@ pub fn effective_status(cached: &EsStatus, written: Option<&EsStatus>) -> Option
     }
 }
 
+/// A Kubernetes API error as client-go prints it: the API server's message (`secrets "x" is
+/// forbidden: ...`), not kube's `Debug` rendering of the whole response.
+pub fn kube_error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn is_conflict(e: &kube::Error) -> bool {
     esr_provider::error::kube_status_code(e) == Some(409)
 }
@@ -409,6 +425,23 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         return Ok(Action::await_change());
     }
 
+    if let Some(err) =
+        plan::generic_target_error(view.manifest.as_ref(), ctx.config.allow_generic_targets)
+    {
+        let p = plan::generic_target_failed(&view, &err, start);
+        for ev in &p.events {
+            publish(&ctx.es_recorder, es, ev).await;
+        }
+        if p.status != view.status {
+            write_status(ctx, &api, es, &p.status).await?;
+        }
+        if let Some(c) = p.status.ready() {
+            Metrics::set_condition(&ctx.metrics.es_condition, &name, &ns, "Ready", &c.status);
+        }
+        warn!(es = %name, namespace = %ns, error = %err, "generic target refused (terminal until the next change)");
+        return Ok(Action::await_change());
+    }
+
     let existing = secrets.get_opt(&view.target_name).await?;
     let jitter = jitter_for(view.refresh_interval);
     match plan::decide(&view, existing.as_ref(), start, jitter) {
@@ -472,11 +505,11 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                 Ok(_) => publish(&ctx.es_recorder, es, &plan::orphan_deleted_event()).await,
                 Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
                 Err(e) => {
-                    let (st, ev) = plan::mark_failed(
+                    let (st, ev) = plan::write_failed(
                         &view,
                         &view.status,
-                        plan::msg::ERR_DELETE_ORPHANED,
-                        &e.to_string(),
+                        plan::WriteKind::DeleteOrphans,
+                        &kube_error_text(&e),
                         start,
                     );
                     publish(&ctx.es_recorder, es, &ev).await;
@@ -520,16 +553,17 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                 return Ok(Action::requeue(Duration::from_millis(10)));
             }
             Err(e) => {
-                let (msg, text) = match (&p.write, &outcome) {
-                    (_, Outcome::Terminal(t)) => (plan::msg::ERR_IMMUTABLE, format!("{t}; {e}")),
-                    (SecretWrite::Delete(_), _) => (plan::msg::ERR_DELETE, e.to_string()),
-                    (SecretWrite::Create(_), _) => (plan::msg::ERR_UPDATE, e.to_string()),
-                    _ => (
-                        plan::msg::ERR_UPDATE,
-                        format!("unable to update secret {}: {e}", view.target_name),
-                    ),
+                let api_err = kube_error_text(&e);
+                let (kind, detail) = match (&p.write, &outcome) {
+                    (_, Outcome::Terminal(t)) => {
+                        (plan::WriteKind::Immutable, format!("{t}; {api_err}"))
+                    }
+                    (SecretWrite::Delete(_), _) => (plan::WriteKind::Delete, api_err),
+                    (SecretWrite::Create(_), _) => (plan::WriteKind::Create, api_err),
+                    _ => (plan::WriteKind::Update, api_err),
                 };
-                let (st, ev) = plan::mark_failed(&view, &view.status, msg, &text, start);
+                let (st, ev) = plan::write_failed(&view, &view.status, kind, &detail, start);
+                let text = ev.message.clone();
                 publish(&ctx.es_recorder, es, &ev).await;
                 status = st;
                 outcome = Outcome::Retry(text);
@@ -798,7 +832,13 @@ impl Runtime {
             .with_push_secret_finalizer(ctx.config.push_secrets);
         let s2 = shutdown_all.clone();
         let s3 = shutdown_all.clone();
-        let ss_ctrl = stores.run_secret_stores(ns.clone(), s2);
+        let ss_enabled = ctx.config.secret_stores;
+        let ss_run = stores.run_secret_stores(ns.clone(), s2);
+        let ss_ctrl = async move {
+            if ss_enabled {
+                ss_run.await;
+            }
+        };
         let css_ctrl = stores.run_cluster_secret_stores(s3);
         let _ = (&self.ss_reader, &self.css_reader);
         if ctx.config.cluster_stores {

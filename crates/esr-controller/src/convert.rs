@@ -18,7 +18,9 @@ use crate::pipeline::{
     ConflictPolicy, ConversionStrategy, DecodingStrategy, MergeStrategy, NullBytePolicy,
     PriorityPolicy, Rewrite,
 };
-use crate::plan::{Condition, CreationPolicy, DeletionPolicy, EsStatus, EsView, TemplateView};
+use crate::plan::{
+    Condition, CreationPolicy, DeletionPolicy, EsStatus, EsView, ManifestView, TemplateView,
+};
 use crate::refresh::{RefreshPolicy, SyncWindow, SyncWindows, WindowKind};
 
 /// The default `refreshInterval` (CRD default and ESO's fallback).
@@ -226,6 +228,10 @@ pub fn es_view(es: &ExternalSecret, observed_generation: Option<i64>) -> EsView 
             _ => DeletionPolicy::Retain,
         },
         immutable: target.immutable.unwrap_or(false),
+        manifest: target.manifest.as_ref().map(|m| ManifestView {
+            api_version: m.api_version.clone(),
+            kind: m.kind.clone(),
+        }),
         template,
         refresh_policy: match spec.refresh_policy {
             Some(ApiRefresh::CreatedOnce) => RefreshPolicy::CreatedOnce,

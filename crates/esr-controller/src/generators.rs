@@ -67,6 +67,10 @@ pub struct PasswordConfig {
     pub allow_repeat: bool,
     /// Output encoding.
     pub encoding: PasswordEncoding,
+    /// `prefix`: put before the generated characters.
+    pub prefix: String,
+    /// `suffix`: put after the generated characters.
+    pub suffix: String,
 }
 
 fn count(v: i64) -> Result<usize, PasswordError> {
@@ -93,6 +97,8 @@ impl PasswordConfig {
             no_upper: spec.no_upper,
             allow_repeat: spec.allow_repeat,
             encoding: spec.encoding.unwrap_or_default(),
+            prefix: spec.prefix.clone().unwrap_or_default(),
+            suffix: spec.suffix.clone().unwrap_or_default(),
         })
     }
 }
@@ -163,7 +169,8 @@ pub fn encode(p: &[u8], e: PasswordEncoding) -> Vec<u8> {
     }
 }
 
-/// The Password generator: one password per `secretKeys` entry (default key `password`).
+/// The Password generator: one password per `secretKeys` entry (default key `password`), each
+/// `prefix` + `length` generated characters + `suffix` (ESO v2.12), then encoded.
 pub fn password(spec: &PasswordSpec) -> Result<Generated, PasswordError> {
     let c = PasswordConfig::from_spec(spec)?;
     let keys = spec
@@ -176,7 +183,7 @@ pub fn password(spec: &PasswordSpec) -> Result<Generated, PasswordError> {
         if k.is_empty() || out.contains_key(&k) {
             return Err(PasswordError::SecretKeys);
         }
-        let p = generate_password(&c)?;
+        let p = format!("{}{}{}", c.prefix, generate_password(&c)?, c.suffix);
         out.insert(k, encode(p.as_bytes(), c.encoding));
     }
     Ok(out)

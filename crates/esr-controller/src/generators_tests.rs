@@ -15,6 +15,8 @@ fn cfg(
         no_upper,
         allow_repeat,
         encoding: PasswordEncoding::Raw,
+        prefix: String::new(),
+        suffix: String::new(),
     }
 }
 
@@ -139,6 +141,36 @@ fn encodings_and_secret_keys() {
         ..Default::default()
     };
     assert_eq!(password(&dup), Err(PasswordError::SecretKeys));
+}
+
+#[test]
+fn prefix_and_suffix_wrap_the_generated_password() {
+    let spec: PasswordSpec = serde_json::from_value(serde_json::json!({
+        "length": 12, "digits": 0, "symbols": 0, "prefix": "pre-", "suffix": "-suf"
+    }))
+    .unwrap();
+    let c = PasswordConfig::from_spec(&spec).unwrap();
+    assert_eq!((c.prefix.as_str(), c.suffix.as_str()), ("pre-", "-suf"));
+    let out = password(&spec).unwrap();
+    let p = String::from_utf8(out["password"].clone()).unwrap();
+    assert_eq!(p.len(), 4 + 12 + 4, "{p}");
+    let core = p
+        .strip_prefix("pre-")
+        .and_then(|r| r.strip_suffix("-suf"))
+        .unwrap();
+    assert!(core.chars().all(|ch| ch.is_ascii_alphabetic()), "{core}");
+    // The encoding covers prefix and suffix too.
+    let spec = PasswordSpec {
+        length: 4,
+        digits: Some(0),
+        symbols: Some(0),
+        prefix: Some("ab".into()),
+        encoding: Some(PasswordEncoding::Hex),
+        ..Default::default()
+    };
+    let hexed = password(&spec).unwrap()["password"].clone();
+    assert!(hexed.starts_with(b"6162"), "{hexed:?}");
+    assert_eq!(hexed.len(), 12);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease (`--enable-leader-election`), with
-//! controller-runtime's defaults: lease 15s, renew deadline 10s, retry 2s.
+//! controller-runtime's defaults: lease 15s, renew deadline 10s, retry 2s, changed by
+//! `--leader-election-lease-duration`, `--leader-election-renew-deadline` and
+//! `--leader-election-retry-period` (checked as client-go checks them, see [`LeaseTimings::new`]).
 
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use kube::api::{Api, PostParams};
 use tracing::{info, warn};
 
 /// Timings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseTimings {
     /// How long a lease is valid without renewal.
     pub lease_duration: Duration,
@@ -19,6 +21,59 @@ pub struct LeaseTimings {
     pub renew_deadline: Duration,
     /// Pause between attempts.
     pub retry_period: Duration,
+}
+
+/// Leader election timings that client-go refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeaseTimingsError {
+    /// `leaseDuration must be greater than renewDeadline`.
+    #[error("leaseDuration must be greater than renewDeadline")]
+    LeaseNotAboveRenew,
+    /// `renewDeadline must be greater than retryPeriod*JitterFactor` (JitterFactor 1.2).
+    #[error("renewDeadline must be greater than retryPeriod*JitterFactor")]
+    RenewNotAboveRetry,
+    /// A zero timing.
+    #[error("{0} must be greater than zero")]
+    Zero(&'static str),
+}
+
+/// client-go's `JitterFactor` of the leader elector.
+pub const JITTER_FACTOR: f64 = 1.2;
+
+impl LeaseTimings {
+    /// Timings checked as client-go's `NewLeaderElector` checks them: every value above zero,
+    /// lease duration above the renew deadline, renew deadline above 1.2 × the retry period.
+    pub fn new(
+        lease_duration: Duration,
+        renew_deadline: Duration,
+        retry_period: Duration,
+    ) -> Result<Self, LeaseTimingsError> {
+        for (name, d) in [
+            ("leaseDuration", lease_duration),
+            ("renewDeadline", renew_deadline),
+            ("retryPeriod", retry_period),
+        ] {
+            if d.is_zero() {
+                return Err(LeaseTimingsError::Zero(name));
+            }
+        }
+        if lease_duration <= renew_deadline {
+            return Err(LeaseTimingsError::LeaseNotAboveRenew);
+        }
+        if renew_deadline.as_secs_f64() <= JITTER_FACTOR * retry_period.as_secs_f64() {
+            return Err(LeaseTimingsError::RenewNotAboveRetry);
+        }
+        Ok(LeaseTimings {
+            lease_duration,
+            renew_deadline,
+            retry_period,
+        })
+    }
+
+    /// `leaseDurationSeconds` written to the Lease (whole seconds, at least 1).
+    pub fn lease_seconds(&self) -> i32 {
+        i32::try_from(self.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX)
+    }
 }
 
 impl Default for LeaseTimings {
@@ -92,7 +147,7 @@ fn spec_for(
     let transitions = prev.and_then(|p| p.lease_transitions).unwrap_or(0);
     LeaseSpec {
         holder_identity: Some(me.to_string()),
-        lease_duration_seconds: Some(timings.lease_duration.as_secs() as i32),
+        lease_duration_seconds: Some(timings.lease_seconds()),
         acquire_time: if take_over || prev.is_none() {
             micro(now)
         } else {
@@ -262,6 +317,36 @@ mod tests {
             decide(Some(&held), "new", t(12), &timings),
             LeaseAction::Wait
         );
+    }
+
+    #[test]
+    fn timings_are_checked_like_client_go() {
+        let s = Duration::from_secs;
+        assert_eq!(
+            LeaseTimings::new(s(15), s(10), s(2))
+                .unwrap()
+                .lease_duration,
+            LeaseTimings::default().lease_duration
+        );
+        assert_eq!(
+            LeaseTimings::new(s(10), s(10), s(2)),
+            Err(LeaseTimingsError::LeaseNotAboveRenew)
+        );
+        // 1.2 × 5s = 6s is not below a 6s renew deadline.
+        assert_eq!(
+            LeaseTimings::new(s(30), s(6), s(5)),
+            Err(LeaseTimingsError::RenewNotAboveRetry)
+        );
+        assert_eq!(
+            LeaseTimings::new(s(30), s(20), Duration::ZERO),
+            Err(LeaseTimingsError::Zero("retryPeriod"))
+        );
+        // A longer lease is written to the Lease and honoured by a standby.
+        let long = LeaseTimings::new(s(60), s(40), s(5)).unwrap();
+        let held = spec_for("other", t(0), &long, None, false);
+        assert_eq!(held.lease_duration_seconds, Some(60));
+        let short = LeaseTimings::default();
+        assert_eq!(decide(Some(&held), "me", t(30), &short), LeaseAction::Wait);
     }
 
     #[test]

@@ -43,6 +43,29 @@ pub mod reason {
     pub const SECRET_MISSING: &str = "SecretMissing";
     /// Error.
     pub const SECRET_SYNCED_ERROR: &str = "SecretSyncedError";
+    /// The target is immutable and its data would change (ESO v2.10+; `SecretSyncedError` before).
+    pub const SECRET_IMMUTABLE: &str = "SecretImmutable";
+    /// The target is owned by another ExternalSecret or controller (ESO v2.10+;
+    /// `SecretSyncedError` before).
+    pub const SECRET_OWNED_BY_OTHER: &str = "SecretOwnedByOther";
+}
+
+/// Longest detail appended to a condition message; longer details are cut and end in `...`.
+pub const MAX_DETAIL: usize = 256;
+
+/// ESO v2.10+ condition message for Kubernetes API, ownership, immutable-target and
+/// generic-target errors: `<base>: <detail>`, the detail cut at [`MAX_DETAIL`] characters followed
+/// by `...`. Provider and template errors keep the bare base message (their details can quote
+/// provider data); events carry the full error either way.
+pub fn detailed(base: &str, detail: &str) -> String {
+    let detail = detail.trim();
+    if detail.is_empty() {
+        return base.to_string();
+    }
+    match detail.char_indices().nth(MAX_DETAIL) {
+        Some((cut, _)) => format!("{base}: {}...", &detail[..cut]),
+        None => format!("{base}: {detail}"),
+    }
 }
 
 /// Condition messages (ESO `msg*`).
@@ -69,6 +92,79 @@ pub mod msg {
     pub const ERR_BECOME_OWNER: &str = "failed to take ownership of target secret";
     /// Owned by another ES.
     pub const ERR_IS_OWNED: &str = "target is owned by another ExternalSecret";
+    /// `target.manifest` that cannot be written.
+    pub const ERR_GENERIC_TARGET: &str = "invalid generic target";
+}
+
+/// Why a generic target (`target.manifest`) is not written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenericTargetError {
+    /// Without `--unsafe-allow-generic-targets` (ESO's text).
+    #[error("generic targets are disabled. Enable with --unsafe-allow-generic-targets flag")]
+    Disabled,
+    /// `target.manifest.apiVersion` is empty (ESO's text).
+    #[error("target.manifest.apiVersion is required")]
+    NoApiVersion,
+    /// `target.manifest.kind` is empty (ESO's text).
+    #[error("target.manifest.kind is required")]
+    NoKind,
+    /// Allowed, but esr does not write objects other than Secrets.
+    #[error(
+        "esr does not write generic targets ({api_version} {kind}); only Secret targets are supported"
+    )]
+    Unsupported {
+        /// `target.manifest.apiVersion`.
+        api_version: String,
+        /// `target.manifest.kind`.
+        kind: String,
+    },
+}
+
+/// `target.manifest` of an ExternalSecret.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ManifestView {
+    /// apiVersion.
+    pub api_version: String,
+    /// kind.
+    pub kind: String,
+}
+
+/// ESO's generic-target check: none for a Secret target; refused without
+/// `--unsafe-allow-generic-targets`, then apiVersion and kind are required; esr then refuses the
+/// kind it cannot write.
+pub fn generic_target_error(
+    manifest: Option<&ManifestView>,
+    allow: bool,
+) -> Option<GenericTargetError> {
+    let m = manifest?;
+    Some(if !allow {
+        GenericTargetError::Disabled
+    } else if m.api_version.is_empty() {
+        GenericTargetError::NoApiVersion
+    } else if m.kind.is_empty() {
+        GenericTargetError::NoKind
+    } else {
+        GenericTargetError::Unsupported {
+            api_version: m.api_version.clone(),
+            kind: m.kind.clone(),
+        }
+    })
+}
+
+/// The plan of an ExternalSecret whose generic target is refused: Ready=False
+/// `SecretSyncedError` `invalid generic target: <error>`, a Warning `UpdateFailed`, no requeue
+/// (ESO).
+pub fn generic_target_failed(es: &EsView, err: &GenericTargetError, now: DateTime<Utc>) -> Plan {
+    let text = err.to_string();
+    failed_plan(
+        es,
+        reason::SECRET_SYNCED_ERROR,
+        &detailed(msg::ERR_GENERIC_TARGET, &text),
+        text,
+        now,
+        true,
+        Vec::new(),
+    )
 }
 
 /// Event reasons and messages (eso-inventory §5.4).
@@ -270,6 +366,8 @@ pub struct EsView {
     pub deletion: DeletionPolicy,
     /// target.immutable.
     pub immutable: bool,
+    /// target.manifest (a generic target).
+    pub manifest: Option<ManifestView>,
     /// target.template.
     pub template: Option<TemplateView>,
     /// Refresh settings (refreshPolicy, interval, windows); the status fields are filled from `status`.
@@ -501,13 +599,25 @@ pub fn mark_failed(
     error: &str,
     now: DateTime<Utc>,
 ) -> (EsStatus, EventRec) {
+    mark_failed_as(es, status, reason::SECRET_SYNCED_ERROR, message, error, now)
+}
+
+/// [`mark_failed`] with another Ready reason (`SecretImmutable`, `SecretOwnedByOther`).
+pub fn mark_failed_as(
+    es: &EsView,
+    status: &EsStatus,
+    reason_: &str,
+    message: &str,
+    error: &str,
+    now: DateTime<Utc>,
+) -> (EsStatus, EventRec) {
     let mut st = status.clone();
     set_condition(
         &mut st,
         Condition {
             type_: CONDITION_READY.to_string(),
             status: "False".to_string(),
-            reason: reason::SECRET_SYNCED_ERROR.to_string(),
+            reason: reason_.to_string(),
             message: message.to_string(),
             last_transition_time: None,
         },
@@ -542,13 +652,14 @@ fn mark_done(
 
 fn failed_plan(
     es: &EsView,
+    reason_: &str,
     message: &str,
     error: String,
     now: DateTime<Utc>,
     terminal: bool,
     mut events: Vec<EventRec>,
 ) -> Plan {
-    let (status, ev) = mark_failed(es, &es.status, message, &error, now);
+    let (status, ev) = mark_failed_as(es, &es.status, reason_, message, &error, now);
     events.push(ev);
     Plan {
         outcome: if terminal {
@@ -802,7 +913,17 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
     let now = input.start;
     let assembled = match input.provider {
         Ok(a) => a,
-        Err(e) => return failed_plan(es, msg::ERR_GET_DATA, e, now, false, Vec::new()),
+        Err(e) => {
+            return failed_plan(
+                es,
+                reason::SECRET_SYNCED_ERROR,
+                msg::ERR_GET_DATA,
+                e,
+                now,
+                false,
+                Vec::new(),
+            );
+        }
     };
     let events: Vec<EventRec> = assembled
         .missing
@@ -822,7 +943,15 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
                         es.target_name,
                         es.creation.as_str()
                     );
-                    return failed_plan(es, msg::ERR_DELETE, err, now, true, events);
+                    return failed_plan(
+                        es,
+                        reason::SECRET_SYNCED_ERROR,
+                        msg::ERR_DELETE,
+                        err,
+                        now,
+                        true,
+                        events,
+                    );
                 }
                 mark_done(es, &mut status, now, reason::SECRET_DELETED, msg::DELETED);
                 let (write, write_event) = match input.existing {
@@ -921,7 +1050,15 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
                         "unable to update secret {}: secret is immutable",
                         es.target_name
                     );
-                    let mut p = failed_plan(es, msg::ERR_IMMUTABLE, err, now, true, events);
+                    let mut p = failed_plan(
+                        es,
+                        reason::SECRET_IMMUTABLE,
+                        &detailed(msg::ERR_IMMUTABLE, &err),
+                        err.clone(),
+                        now,
+                        true,
+                        events,
+                    );
                     // ESO still writes the metadata before failing.
                     if !secrets_equal(&meta_only, existing) {
                         p.write = SecretWrite::Update(Box::new(meta_only));
@@ -972,15 +1109,25 @@ fn mutate_failure(
     match e {
         MutateError::IsOwned(t) => {
             let t = wrap_mutate(update_of, t);
-            failed_plan(es, msg::ERR_IS_OWNED, t, now, true, events)
+            let m = detailed(msg::ERR_IS_OWNED, &t);
+            failed_plan(es, reason::SECRET_OWNED_BY_OTHER, &m, t, now, true, events)
         }
         MutateError::SetCtrlRef(t) => {
             let t = wrap_mutate(update_of, t);
-            failed_plan(es, msg::ERR_BECOME_OWNER, t, now, true, events)
+            let m = detailed(msg::ERR_BECOME_OWNER, &t);
+            failed_plan(es, reason::SECRET_OWNED_BY_OTHER, &m, t, now, true, events)
         }
         MutateError::Template(t) => {
             let t = wrap_mutate(update_of, format!("could not apply template: {t}"));
-            failed_plan(es, msg::ERR_UPDATE, t, now, false, events)
+            failed_plan(
+                es,
+                reason::SECRET_SYNCED_ERROR,
+                msg::ERR_UPDATE,
+                t,
+                now,
+                false,
+                events,
+            )
         }
     }
 }
@@ -992,15 +1139,49 @@ fn wrap_mutate(update_of: Option<&str>, text: String) -> String {
     }
 }
 
-/// Status after a failed write (ESO handles write errors after the plan): conflict → requeue
-/// now without a status change; ownership/immutability are terminal; anything else retries.
+/// What failed when writing the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Create.
+    Create,
+    /// Update (replace).
+    Update,
+    /// Delete (deletionPolicy Delete).
+    Delete,
+    /// Deleting orphaned Secrets.
+    DeleteOrphans,
+    /// The metadata-only write of an immutable target whose data would change.
+    Immutable,
+}
+
+/// Status after a failed Kubernetes API write (ESO handles write errors after the plan):
+/// Ready=False with `<base>: <API error>` (ESO v2.10+), the Warning event carrying the error
+/// text. The caller requeues with backoff (conflicts are requeued at once, without a status).
 pub fn write_failed(
     es: &EsView,
-    plan_status_before: &EsStatus,
+    status_before: &EsStatus,
+    kind: WriteKind,
     error: &str,
     now: DateTime<Utc>,
 ) -> (EsStatus, EventRec) {
-    mark_failed(es, plan_status_before, msg::ERR_UPDATE, error, now)
+    let (reason_, base) = match kind {
+        WriteKind::Create | WriteKind::Update => (reason::SECRET_SYNCED_ERROR, msg::ERR_UPDATE),
+        WriteKind::Delete => (reason::SECRET_SYNCED_ERROR, msg::ERR_DELETE),
+        WriteKind::DeleteOrphans => (reason::SECRET_SYNCED_ERROR, msg::ERR_DELETE_ORPHANED),
+        WriteKind::Immutable => (reason::SECRET_IMMUTABLE, msg::ERR_IMMUTABLE),
+    };
+    let text = match kind {
+        WriteKind::Update => format!("unable to update secret {}: {error}", es.target_name),
+        _ => error.to_string(),
+    };
+    mark_failed_as(
+        es,
+        status_before,
+        reason_,
+        &detailed(base, &text),
+        &text,
+        now,
+    )
 }
 
 /// The Normal event recorded for each orphaned Secret deleted.

@@ -629,12 +629,13 @@ fn owned_by_another_es_is_terminal() {
         block_owner_deletion: Some(true),
     }]);
     let p = run(&e, data(&[("k", "v")]), Some(&s));
+    // ESO v2.10+: own reason, `<base>: <detail>`.
     assert_eq!(
         ready(&p),
         (
             "False",
-            "SecretSyncedError",
-            "target is owned by another ExternalSecret"
+            "SecretOwnedByOther",
+            "target is owned by another ExternalSecret: unable to mutate secret tgt: secret is owned by another ExternalSecret: other"
         )
     );
     assert_eq!(
@@ -665,7 +666,11 @@ fn owned_by_other_controller_cannot_take_ownership() {
         block_owner_deletion: None,
     }]);
     let p = run(&e, data(&[("k", "v")]), Some(&s));
-    assert_eq!(ready(&p).2, "failed to take ownership of target secret");
+    assert_eq!(ready(&p).1, "SecretOwnedByOther");
+    assert_eq!(
+        ready(&p).2,
+        "failed to take ownership of target secret: unable to mutate secret tgt: could not set controller reference on secret: Object ns/tgt is already owned by another Deployment controller web"
+    );
     assert!(
         matches!(&p.outcome, Outcome::Terminal(t) if t.contains("already owned by another Deployment controller web"))
     );
@@ -1008,4 +1013,100 @@ fn secret_validity_reads_label_and_hash() {
     let v = secret_validity(Some(&s));
     assert!(v.exists && v.managed && v.hash_matches);
     assert!(!secret_validity(None).exists);
+}
+
+#[test]
+fn detailed_messages_cut_the_detail_at_256_characters() {
+    assert_eq!(
+        detailed("could not update secret", "secrets \"x\" is forbidden"),
+        "could not update secret: secrets \"x\" is forbidden"
+    );
+    assert_eq!(detailed("base", "  "), "base");
+    let exact = "d".repeat(MAX_DETAIL);
+    assert_eq!(detailed("base", &exact), format!("base: {exact}"));
+    let long = format!("{}{}", "é".repeat(MAX_DETAIL), "tail");
+    assert_eq!(
+        detailed("base", &long),
+        format!("base: {}...", "é".repeat(MAX_DETAIL))
+    );
+}
+
+#[test]
+fn write_failures_carry_the_api_error() {
+    let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    let err = "secrets \"tgt\" is forbidden: User cannot update";
+    let cond = |k: WriteKind| {
+        let (st, ev) = write_failed(&e, &e.status, k, err, t0());
+        let c = st.ready().unwrap().clone();
+        (c.reason, c.message, ev.reason, ev.message)
+    };
+    assert_eq!(
+        cond(WriteKind::Create),
+        (
+            "SecretSyncedError".into(),
+            format!("could not update secret: {err}"),
+            "UpdateFailed".into(),
+            err.to_string()
+        )
+    );
+    let (r, m, _, ev) = cond(WriteKind::Update);
+    assert_eq!(r, "SecretSyncedError");
+    assert_eq!(
+        m,
+        format!("could not update secret: unable to update secret tgt: {err}")
+    );
+    assert_eq!(ev, format!("unable to update secret tgt: {err}"));
+    assert_eq!(
+        cond(WriteKind::Delete).1,
+        format!("could not delete secret: {err}")
+    );
+    assert_eq!(
+        cond(WriteKind::DeleteOrphans).1,
+        format!("could not delete orphaned secrets: {err}")
+    );
+    let (r, m, _, _) = cond(WriteKind::Immutable);
+    assert_eq!(r, "SecretImmutable");
+    assert_eq!(
+        m,
+        format!("could not update secret, target is immutable: {err}")
+    );
+}
+
+#[test]
+fn generic_targets_are_refused_with_esos_condition() {
+    let mut e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    assert_eq!(generic_target_error(e.manifest.as_ref(), false), None);
+    e.manifest = Some(ManifestView {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+    });
+    let err = generic_target_error(e.manifest.as_ref(), false).unwrap();
+    assert_eq!(err, GenericTargetError::Disabled);
+    let p = generic_target_failed(&e, &err, t0());
+    assert_eq!(
+        ready(&p),
+        (
+            "False",
+            "SecretSyncedError",
+            "invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag"
+        )
+    );
+    assert_eq!(p.write, SecretWrite::None);
+    assert!(matches!(p.outcome, Outcome::Terminal(_)));
+    assert_eq!(p.events.len(), 1);
+    assert_eq!(p.events[0].reason, "UpdateFailed");
+    // Allowed: ESO's required fields first, then esr's refusal.
+    let err = generic_target_error(e.manifest.as_ref(), true).unwrap();
+    assert_eq!(
+        detailed(msg::ERR_GENERIC_TARGET, &err.to_string()),
+        "invalid generic target: esr does not write generic targets (v1 ConfigMap); only Secret targets are supported"
+    );
+    e.manifest = Some(ManifestView {
+        api_version: "v1".into(),
+        kind: String::new(),
+    });
+    assert_eq!(
+        generic_target_error(e.manifest.as_ref(), true),
+        Some(GenericTargetError::NoKind)
+    );
 }

@@ -51,8 +51,8 @@ use tracing::{debug, info, warn};
 use crate::controller::Context;
 use crate::metrics::Observed;
 use crate::pushsecret_source::{
-    SelectedStore, SourceError, data_to_targets, load_template_sources, render_template,
-    resolve_sources, resolve_stores, select_stores, validate_data_to,
+    SelectedStore, SourceError, check_data_to_selectors, data_to_targets, load_template_sources,
+    render_template, resolve_sources, resolve_stores, select_stores, validate_data_to,
 };
 
 /// Ready message on success.
@@ -65,6 +65,37 @@ pub const REASON_SYNCED: &str = "Synced";
 pub const REASON_ERRORED: &str = "Errored";
 /// Ready reason when the source Secret is gone.
 pub const REASON_SOURCE_DELETED: &str = "SourceDeleted";
+/// Ready message when the source Secret cannot be read and nothing is to be cleaned up.
+pub const MSG_NO_SOURCE: &str = "could not get source secret";
+
+/// What a missing named source Secret leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MissingSource {
+    /// `deletionPolicy: Delete` and something was pushed: delete what was pushed, then Ready=False
+    /// `SourceDeleted` `source secret <name> does not exist`.
+    SourceDeleted(String),
+    /// Otherwise (nothing pushed yet, or no Delete policy): Ready=False `Errored`
+    /// `could not get source secret`, retried with backoff.
+    Errored,
+}
+
+/// ESO: `SourceDeleted` only when the source is `selector.secret.name`, `deletionPolicy` is
+/// Delete and something was synced; any other missing source is an error.
+pub fn missing_source(spec: &PushSecretSpec, name: &str, synced: &Synced) -> MissingSource {
+    let named = spec
+        .selector
+        .secret
+        .as_ref()
+        .and_then(|s| s.name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    let delete = spec.deletion_policy == Some(PushSecretDeletionPolicy::Delete);
+    let pushed = synced.values().any(|m| !m.is_empty());
+    if named && delete && pushed {
+        MissingSource::SourceDeleted(format!("source secret {name} does not exist"))
+    } else {
+        MissingSource::Errored
+    }
+}
 /// Default `refreshInterval`.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(3600);
 /// Extra delay ESO adds when requeueing a skipped PushSecret.
@@ -281,11 +312,17 @@ pub fn entries_for_selected(
     Ok(out)
 }
 
-/// Builds the provider request of an entry.
+/// Builds the provider request of an entry. A `match.secretKey` missing from the (converted)
+/// source is `secret key <key> does not exist`, before any provider call (ESO).
 pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, String> {
     let mut src = source.clone();
     let converted = reverse_keys(entry.data.conversion_strategy, source)
         .map_err(|e| format!("could not apply conversion strategy to keys: {e}"))?;
+    if let Some(k) = entry.secret_key.as_deref().filter(|k| !k.is_empty())
+        && !converted.contains_key(k)
+    {
+        return Err(format!("secret key {k} does not exist"));
+    }
     src.data = Some(match &entry.only_keys {
         Some(only) => converted
             .into_iter()
@@ -687,6 +724,14 @@ async fn push_all(
             };
             for e in entries {
                 let key = status_key(&e.remote);
+                // The source key is checked before the provider is called (ESO).
+                let req = match request(&e, source) {
+                    Ok(r) => r,
+                    Err(err) => {
+                        errors.push(format!("set secret failed: {err}"));
+                        continue;
+                    }
+                };
                 if if_not_exists {
                     match client.secret_exists(&e.remote).await {
                         Ok(true) => {
@@ -705,13 +750,6 @@ async fn push_all(
                         }
                     }
                 }
-                let req = match request(&e, source) {
-                    Ok(r) => r,
-                    Err(err) => {
-                        errors.push(format!("set secret failed: {err}"));
-                        continue;
-                    }
-                };
                 match client.push_secret(&req).await {
                     Ok(()) => {
                         slot.insert(key, e.data.clone());
@@ -828,14 +866,17 @@ async fn reconcile_inner(
         match resolve_sources(&pctx.ctx.client, &*pctx.ctx.kube, &ps.spec, &ns, &name).await {
             Ok(s) => s,
             Err(SourceError::NotFound(src_name)) => {
-                let mut remaining = old.clone();
-                if delete_policy && !old.is_empty() {
-                    let errors = delete_entries(pctx, &ns, &flat(&old)).await;
-                    if errors.is_empty() {
-                        remaining = Synced::new();
+                let msg = match missing_source(&ps.spec, &src_name, &old) {
+                    MissingSource::Errored => {
+                        return fail(MSG_NO_SOURCE.to_string(), ready_out).await;
                     }
+                    MissingSource::SourceDeleted(msg) => msg,
+                };
+                let mut remaining = old.clone();
+                let errors = delete_entries(pctx, &ns, &flat(&old)).await;
+                if errors.is_empty() {
+                    remaining = Synced::new();
                 }
-                let msg = format!("source secret {src_name} does not exist");
                 publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
                 write_status(
                     &api,
@@ -859,6 +900,9 @@ async fn reconcile_inner(
         // ESO: no store is managed by this controller (or all are being deleted): nothing to do.
         debug!(ps = %name, namespace = %ns, "no managed store to push to");
         return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
+    }
+    if let Err(e) = check_data_to_selectors(&ps.spec, &stores) {
+        return fail(e, ready_out).await;
     }
     let mut rendered = Vec::with_capacity(sources.len());
     if let Some(t) = &ps.spec.template {

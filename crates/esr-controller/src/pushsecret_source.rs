@@ -12,7 +12,7 @@ use esr_api::v1::{
     ClusterSecretStore, ExternalSecretTemplate, GeneratorRef, SecretStore, SecretStoreKind,
 };
 use esr_api::v1alpha1::{PushSecret, PushSecretDeletionPolicy, PushSecretSpec, PushSecretStoreRef};
-use esr_provider::store::{StoreRef, label_selector_matches};
+use esr_provider::store::{StoreError, StoreRef, label_selector_matches};
 use esr_provider::{KubeAccess, StoreKind};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -138,8 +138,8 @@ pub fn data_to_targets(r: &PushSecretStoreRef, store: &SelectedStore) -> Result<
 }
 
 /// ESO's `validateDataToStoreRefs`: every `dataTo[]` has a `storeRef` with a name or a label
-/// selector, and a named one must be among `secretStoreRefs` (a label-selector entry of the same
-/// kind may match it).
+/// selector, and a named one must be named in `secretStoreRefs` (with the same kind); a
+/// label-selector entry in `secretStoreRefs` does not stand in for it.
 pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), String> {
     for (i, d) in spec.data_to.iter().flatten().enumerate() {
         let Some(sr) = &d.store_ref else {
@@ -153,15 +153,42 @@ pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), String> {
         }
         if let Some(n) = name {
             let kind = kind_or_default(sr.kind);
-            let listed = spec.secret_store_refs.iter().any(|r| {
-                kind_or_default(r.kind) == kind
-                    && (r.name.as_deref() == Some(n) || r.label_selector.is_some())
-            });
+            let listed = spec
+                .secret_store_refs
+                .iter()
+                .any(|r| kind_or_default(r.kind) == kind && r.name.as_deref() == Some(n));
             if !listed {
                 return Err(format!(
                     "dataTo[{i}]: storeRef {n:?} not found in secretStoreRefs"
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// After the stores are resolved: a `dataTo[]` whose `storeRef` is a label selector must match
+/// at least one of them (ESO), otherwise the PushSecret is `Errored`.
+pub fn check_data_to_selectors(
+    spec: &PushSecretSpec,
+    stores: &[SelectedStore],
+) -> Result<(), String> {
+    for (i, d) in spec.data_to.iter().flatten().enumerate() {
+        let Some(sr) = &d.store_ref else { continue };
+        if sr.name.as_deref().is_some_and(|n| !n.is_empty()) || sr.label_selector.is_none() {
+            continue;
+        }
+        let mut matched = false;
+        for st in stores {
+            if data_to_targets(sr, st).map_err(|e| format!("dataTo[{i}]: {e}"))? {
+                matched = true;
+                break;
+            }
+        }
+        if !matched {
+            return Err(format!(
+                "dataTo[{i}]: storeRef labelSelector does not match any store in secretStoreRefs"
+            ));
         }
     }
     Ok(())
@@ -449,19 +476,37 @@ pub async fn resolve_stores(
         let Some(n) = r.name.as_deref().filter(|n| !n.is_empty()) else {
             return Err("refStore Name must be provided".to_string());
         };
+        // ESO's texts: `could not get SecretStore "x", secretstores.external-secrets.io "x" not
+        // found` (the API server's message for other errors), never kube's Debug rendering.
+        let get_err = |e: kube::Error| {
+            format!(
+                "could not get {} {n:?}, {}",
+                kind.as_str(),
+                crate::controller::kube_error_text(&e)
+            )
+        };
+        let not_found = || {
+            StoreError::NotFound {
+                kind,
+                name: n.to_string(),
+            }
+            .to_string()
+        };
         match kind {
             StoreKind::SecretStore => {
                 let s = ss
-                    .get(n)
+                    .get_opt(n)
                     .await
-                    .map_err(|e| format!("could not get SecretStore {n:?}, {e}"))?;
+                    .map_err(get_err)?
+                    .ok_or_else(not_found)?;
                 out.push(candidate(&s, kind, s.spec.controller.clone()));
             }
             StoreKind::ClusterSecretStore => {
                 let s = css
-                    .get(n)
+                    .get_opt(n)
                     .await
-                    .map_err(|e| format!("could not get ClusterSecretStore {n:?}, {e}"))?;
+                    .map_err(get_err)?
+                    .ok_or_else(not_found)?;
                 out.push(candidate(&s, kind, s.spec.controller.clone()));
             }
         }

@@ -342,7 +342,12 @@ fn data_to_validation_messages() {
             "selector": {"secret": {"name": "src"}}, "dataTo": [dt]})))
     };
     assert!(v(json!({"storeRef": {"name": "s"}})).is_ok());
-    assert!(v(json!({"storeRef": {"name": "any", "kind": "ClusterSecretStore"}})).is_ok());
+    // ESO: a named storeRef must be named in secretStoreRefs, even when a label-selector entry
+    // of the same kind is listed too.
+    assert_eq!(
+        v(json!({"storeRef": {"name": "any", "kind": "ClusterSecretStore"}})).unwrap_err(),
+        "dataTo[0]: storeRef \"any\" not found in secretStoreRefs"
+    );
     assert_eq!(
         v(json!({"storeRef": {"name": "t"}})).unwrap_err(),
         "dataTo[0]: storeRef \"t\" not found in secretStoreRefs"
@@ -545,10 +550,9 @@ fn reverse_unicode_conversion_of_keys() {
     );
     let e = entries_for_store(&s, &ss("s"), &src).unwrap();
     assert_eq!(request(&e[0], &src).unwrap().value, b"value");
-    assert!(
-        request(&e[1], &src)
-            .unwrap_err()
-            .contains("failed to find secret key")
+    assert_eq!(
+        request(&e[1], &src).unwrap_err(),
+        "secret key some-array[0].entity does not exist"
     );
     // dataTo: keys are converted before matching and rewriting.
     let s = spec(
@@ -567,5 +571,76 @@ fn reverse_unicode_conversion_of_keys() {
     assert_eq!(
         reverse_keys(Some(PushSecretConversionStrategy::ReverseUnicode), &clash).unwrap_err(),
         "secret name collision during conversion: a.b"
+    );
+}
+
+#[test]
+fn data_to_selector_must_match_a_resolved_store() {
+    let s = spec(json!({
+        "secretStoreRefs": [{"labelSelector": {"matchLabels": {"env": "prod"}}}],
+        "selector": {"secret": {"name": "src"}},
+        "dataTo": [{"storeRef": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}));
+    let prod = sel("s1", StoreKind::SecretStore, &[("env", "prod")]);
+    let dev = sel("s2", StoreKind::SecretStore, &[("env", "dev")]);
+    assert!(check_data_to_selectors(&s, std::slice::from_ref(&prod)).is_ok());
+    assert_eq!(
+        check_data_to_selectors(&s, std::slice::from_ref(&dev)).unwrap_err(),
+        "dataTo[0]: storeRef labelSelector does not match any store in secretStoreRefs"
+    );
+    assert!(check_data_to_selectors(&s, &[]).is_err());
+    // Named storeRefs are checked by validate_data_to, not here.
+    let named = spec(json!({
+        "secretStoreRefs": [{"name": "s2"}], "selector": {"secret": {"name": "src"}},
+        "dataTo": [{"storeRef": {"name": "s2"}}]}));
+    assert!(check_data_to_selectors(&named, &[dev]).is_ok());
+}
+
+#[test]
+fn missing_source_is_errored_unless_something_pushed_is_to_be_deleted() {
+    let synced: Synced = [(
+        "SecretStore/s".to_string(),
+        [(
+            "db".to_string(),
+            serde_json::from_value::<PushSecretData>(
+                json!({"match": {"remoteRef": {"remoteKey": "db"}}}),
+            )
+            .unwrap(),
+        )]
+        .into(),
+    )]
+    .into();
+    let del = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "deletionPolicy": "Delete",
+        "selector": {"secret": {"name": "src"}}}),
+    );
+    assert_eq!(
+        missing_source(&del, "src", &synced),
+        MissingSource::SourceDeleted("source secret src does not exist".into())
+    );
+    // Nothing synced yet.
+    assert_eq!(
+        missing_source(&del, "src", &Synced::new()),
+        MissingSource::Errored
+    );
+    // deletionPolicy None.
+    let keep = spec(json!({"secretStoreRefs": [{"name": "s"}],
+        "selector": {"secret": {"name": "src"}}}));
+    assert_eq!(
+        missing_source(&keep, "src", &synced),
+        MissingSource::Errored
+    );
+    assert_eq!(MSG_NO_SOURCE, "could not get source secret");
+}
+
+#[test]
+fn missing_source_key_fails_before_the_provider() {
+    let s = spec(
+        json!({"secretStoreRefs": [{"name": "s"}], "selector": {"secret": {"name": "src"}},
+        "data": [{"match": {"secretKey": "nope", "remoteRef": {"remoteKey": "remote"}}}]}),
+    );
+    let e = entries_for_store(&s, &ss("s"), &source()).unwrap();
+    assert_eq!(
+        request(&e[0], &source()).unwrap_err(),
+        "secret key nope does not exist"
     );
 }

@@ -37,7 +37,9 @@ use crate::refresh;
 /// What checking a store found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreCheck {
-    /// The provider key is unsupported or the provider section is malformed (registry error text).
+    /// The provider cannot be resolved: the provider key is unsupported or the provider section
+    /// is malformed (registry error text). Ready=False `ProviderNotFound` with that text (ESO
+    /// v2.10+).
     InvalidProvider(String),
     /// Building the client (or the static store validation) failed.
     ClientError(String),
@@ -70,9 +72,9 @@ pub fn store_outcome(check: &StoreCheck) -> StoreOutcome {
     match check {
         StoreCheck::InvalidProvider(e) => StoreOutcome {
             status: c::CONDITION_FALSE,
-            reason: c::REASON_INVALID_PROVIDER_CONFIG,
+            reason: c::REASON_PROVIDER_NOT_FOUND,
             message: e.clone(),
-            event: warn(c::REASON_INVALID_PROVIDER_CONFIG, e),
+            event: warn(c::REASON_PROVIDER_NOT_FOUND, e),
             retry: false,
         },
         StoreCheck::ClientError(e) => StoreOutcome {
@@ -619,10 +621,11 @@ mod tests {
             (o.status, o.reason, o.message.as_str()),
             (
                 "False",
-                "InvalidProviderConfig",
+                "ProviderNotFound",
                 "provider gcpsm is not supported by esr"
             )
         );
+        assert_eq!(o.event.reason, "ProviderNotFound");
         assert!(!o.retry);
         let o = store_outcome(&StoreCheck::ClientError("bad token".into()));
         assert_eq!(

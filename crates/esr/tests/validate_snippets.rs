@@ -61,6 +61,9 @@ enum Why {
     /// The snippet is a documentation fragment that ESO v2.9.0 itself rejects (its CRD schema or
     /// its admission webhook); checked below by validating it against ESO's own CRDs too.
     InvalidForEso,
+    /// A generic target (`target.manifest`): ESO's controller fails it without
+    /// `--unsafe-allow-generic-targets`, and esr writes no generic targets.
+    GenericTarget,
 }
 
 /// (file, index, kind/name, result, reason that must appear, why).
@@ -248,6 +251,46 @@ const EXCEPTIONS: &[(&str, usize, &str, &str, &str, Why)] = &[
         "SKIPPED",
         "generator kind Webhook is not implemented by esr",
         Why::GeneratorNotImplemented,
+    ),
+    (
+        "manifest-advanced-path.yaml",
+        0,
+        "ExternalSecret/custom-resource-config",
+        "ERROR",
+        "spec.target.manifest: invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag",
+        Why::GenericTarget,
+    ),
+    (
+        "manifest-argocd-app.yaml",
+        0,
+        "ExternalSecret/argocd-app",
+        "ERROR",
+        "spec.target.manifest: invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag",
+        Why::GenericTarget,
+    ),
+    (
+        "manifest-basic-configmap.yaml",
+        0,
+        "ExternalSecret/application-config",
+        "ERROR",
+        "spec.target.manifest: invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag",
+        Why::GenericTarget,
+    ),
+    (
+        "manifest-labeled-configmap.yaml",
+        0,
+        "ExternalSecret/labeled-config",
+        "ERROR",
+        "spec.target.manifest: invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag",
+        Why::GenericTarget,
+    ),
+    (
+        "manifest-templated-configmap.yaml",
+        0,
+        "ExternalSecret/templated-config",
+        "ERROR",
+        "spec.target.manifest: invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag",
+        Why::GenericTarget,
     ),
     // Documentation fragments that ESO v2.9.0 rejects as well:
     (
@@ -476,7 +519,7 @@ fn exceptions_invalid_for_eso_are_rejected_by_esos_own_crds_too() {
     for (file, index, object, _, _, why) in EXCEPTIONS {
         let r = by_key[&(file.to_string(), *index)];
         match why {
-            Why::InvalidForEso | Why::Unserved => {
+            Why::InvalidForEso | Why::Unserved | Why::GenericTarget => {
                 assert_eq!(
                     r["result"], "ERROR",
                     "{file}:{index} {object} is valid for ESO's CRDs: {r}"

@@ -1,7 +1,10 @@
 //! `esr controller`: run the ExternalSecret, SecretStore, ClusterSecretStore, PushSecret,
 //! ClusterExternalSecret and ClusterPushSecret controllers.
 //!
-//! Flags mirror ESO's `controller` command where they apply (eso-inventory §5.8).
+//! Flags mirror ESO's `controller` command: every flag of ESO v2.9–v2.14's controller is
+//! implemented or accepted with a warning ([`flags`]); docs/cli.md lists them.
+
+mod flags;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -16,14 +19,7 @@ use esr_controller::server::{Probes, metrics_router, probes_router, serve};
 use esr_provider::KubeClientAccess;
 use tracing::{info, warn};
 
-/// Log format.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum LogFormat {
-    /// One JSON object per line.
-    Json,
-    /// Human-readable text.
-    Text,
-}
+pub use flags::LogFormat;
 
 /// Arguments of `esr controller`.
 #[derive(Debug, clap::Args)]
@@ -55,7 +51,7 @@ pub struct Args {
     /// Leader election on a coordination.k8s.io Lease (`--enable-leader-election` or, as Go's
     /// flag package and ESO's chart write it, `--enable-leader-election=true`).
     #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", action = clap::ArgAction::Set)]
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_leader_election: bool,
     /// Name of the leader election Lease.
     #[arg(long, default_value = "external-secrets-controller")]
@@ -67,37 +63,46 @@ pub struct Args {
     #[arg(long, default_value = "5m")]
     pub store_requeue_interval: String,
     /// Only use stores whose Ready condition is True.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_flood_gate: bool,
     /// Reconcile ClusterSecretStores (and ExternalSecrets using them).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_cluster_store_reconciler: bool,
     /// Reconcile ClusterExternalSecrets.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_cluster_external_secret_reconciler: bool,
     /// Reconcile PushSecrets.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_push_secret_reconciler: bool,
     /// Reconcile ClusterPushSecrets.
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", action = clap::ArgAction::Set)]
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_cluster_push_secret_reconciler: bool,
     /// Accepted for ESO compatibility. esr's generators (Password, Fake, VaultDynamicSecret)
     /// return no generator state, exactly as in ESO, so no GeneratorState objects are ever
     /// created whatever the value.
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", action = clap::ArgAction::Set)]
+          default_missing_value = "true", value_parser = flags::go_bool)]
     pub enable_generator_state: bool,
     /// Accepted for ESO compatibility (grace period before unused GeneratorStates are collected).
     /// esr's generators return no generator state, so there is nothing to collect.
     #[arg(long, default_value = "2m")]
     pub generator_gc_grace_period: String,
-    /// Log level (error, warn, info, debug, trace) or a tracing filter.
-    #[arg(long, default_value = "info")]
-    pub loglevel: String,
-    /// Log format.
-    #[arg(long, value_enum, default_value = "json")]
-    pub log_format: LogFormat,
+    /// Log level (debug, info, warn, error; zap's dpanic, panic and fatal are error) or a
+    /// tracing filter [default: info].
+    #[arg(long)]
+    pub loglevel: Option<String>,
+    /// Log format [default: json, or text with --zap-devel / --zap-encoder=console].
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// The other ESO controller flags (logging, leader election timings, reconciler toggles and
+    /// the flags accepted with a warning).
+    #[command(flatten)]
+    pub compat: Box<flags::Compat>,
 }
 
 /// The hook recording `<kind>_reconcile_duration` / `<kind>_status_condition` for a cluster-scoped
@@ -120,16 +125,27 @@ pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("invalid address {s:?}"))
 }
 
-fn init_logging(level: &str, format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
+fn init_logging(args: &Args) {
+    let s = flags::log_settings(
+        args.loglevel.as_deref().unwrap_or("info"),
+        args.loglevel.is_some(),
+        args.log_format,
+        &args.compat,
+    );
+    let filter = tracing_subscriber::EnvFilter::try_new(&s.filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_timer(s.time)
         .with_writer(std::io::stderr);
-    let _ = match format {
+    let _ = match s.format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
+    // Once, at start: the ESO flags given that esr accepts without acting on them.
+    for w in args.compat.warnings() {
+        warn!("{w}");
+    }
 }
 
 async fn kube_config(path: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
@@ -149,7 +165,7 @@ async fn kube_config(path: Option<&std::path::Path>) -> anyhow::Result<kube::Con
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    init_logging(&args.loglevel, args.log_format);
+    init_logging(&args);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(16 * 1024 * 1024)
@@ -212,10 +228,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         store_requeue_interval: store_requeue,
         cluster_stores: args.enable_cluster_store_reconciler,
         push_secrets: args.enable_push_secret_reconciler,
+        secret_stores: args.compat.enable_secret_store_reconciler,
+        allow_generic_targets: args.compat.unsafe_allow_generic_targets,
         instance: std::env::var("POD_NAME")
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
     };
+    let lease_timings = args.compat.lease_timings()?;
     if esr_api::duration::parse(&args.generator_gc_grace_period)
         .ok()
         .and_then(|d| d.to_std())
@@ -284,7 +303,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| "esr".to_string());
         let me = format!("{host}_{:016x}", rand_id());
-        let timings = esr_controller::leader::LeaseTimings::default();
+        let timings = lease_timings;
         info!(lease = %args.leader_election_id, namespace = %ns, identity = %me, "waiting for leadership");
         let api = tokio::select! {
             api = esr_controller::leader::acquire(lease_client.clone(), &ns, &args.leader_election_id, &me, timings) => api,
@@ -483,5 +502,97 @@ mod tests {
         // Go's flag package accepts a bare boolean flag.
         let c = Cli::try_parse_from(["esr", "--enable-cluster-push-secret-reconciler"]).unwrap();
         assert!(c.args.enable_cluster_push_secret_reconciler);
+    }
+
+    #[test]
+    fn every_eso_controller_flag_is_accepted() {
+        // ESO v2.9–v2.14's controller flags, as a Deployment or the chart's extraArgs write them.
+        let eso = [
+            "--metrics-addr=:8080",
+            "--live-addr=:8082",
+            "--controller-class=default",
+            "--enable-leader-election",
+            "--leader-election-id=external-secrets-controller",
+            "--leader-election-lease-duration=30s",
+            "--leader-election-renew-deadline=20s",
+            "--leader-election-retry-period=4s",
+            "--concurrent=3",
+            "--client-qps=10",
+            "--client-burst=20",
+            "--loglevel=debug",
+            "--zap-time-encoding=iso8601",
+            "--zap-log-level=info",
+            "--zap-encoder=console",
+            "--zap-devel=false",
+            "--zap-stacktrace-level=error",
+            "--namespace=",
+            "--enable-cluster-store-reconciler=true",
+            "--enable-secret-store-reconciler=false",
+            "--enable-cluster-external-secret-reconciler=T",
+            "--enable-cluster-push-secret-reconciler=1",
+            "--enable-push-secret-reconciler=true",
+            "--enable-secrets-caching=false",
+            "--enable-configmaps-caching=false",
+            "--enable-managed-secrets-caching=true",
+            "--enable-secret-api-read-on-cache-mismatch=true",
+            "--enable-partial-cache=true",
+            "--store-requeue-interval=5m",
+            "--enable-flood-gate",
+            "--enable-generator-state=true",
+            "--generator-gc-grace-period=2m",
+            "--enable-extended-metric-labels=false",
+            "--enable-http2=false",
+            "--enable-v2-providers=false",
+            "--unsafe-allow-generic-targets=false",
+            "--metrics-secure=false",
+            "--metrics-auth=false",
+            "--metrics-cert-dir=/tmp",
+            "--metrics-cert-name=tls.crt",
+            "--metrics-key-name=tls.key",
+            "--tls-ciphers=TLS_AES_128_GCM_SHA256",
+            "--tls-min-version=1.2",
+            "--tls-curve-preferences=X25519",
+            "--template-left-delimiter={{",
+            "--template-right-delimiter=}}",
+            "--enable-vault-token-cache=false",
+            "--vault-token-cache-size=262144",
+            "--experimental-enable-vault-token-cache=false",
+            "--experimental-vault-token-cache-size=262144",
+            "--experimental-enable-aws-session-cache=false",
+            "--experimental-enable-doppler-oidc-cache=false",
+            "--experimental-doppler-oidc-cache-size=100",
+            "--doppler-etag-cache-size=100",
+            "--mysterybox-tokens-cache-size=10",
+            "--mysterybox-connections-cache-size=10",
+            "--pulumi-oidc-cache-size=10",
+        ];
+        let c = Cli::try_parse_from(std::iter::once("esr").chain(eso)).unwrap();
+        assert!(c.args.enable_leader_election && c.args.enable_flood_gate);
+        assert!(!c.args.compat.enable_secret_store_reconciler);
+        assert!(c.args.enable_cluster_push_secret_reconciler);
+        assert_eq!(c.args.concurrent, 3);
+        let t = c.args.compat.lease_timings().unwrap();
+        assert_eq!(t.lease_duration, Duration::from_secs(30));
+        assert_eq!(
+            c.args.compat.warnings().len(),
+            28,
+            "{:?}",
+            c.args.compat.warnings()
+        );
+        // The chart's defaults: nothing to warn about.
+        let c = Cli::try_parse_from([
+            "esr",
+            "--concurrent=1",
+            "--metrics-addr=:8080",
+            "--loglevel=info",
+            "--zap-time-encoding=epoch",
+        ])
+        .unwrap();
+        assert!(c.args.compat.warnings().is_empty());
+        // Outside ESO's set: still an error.
+        let err = Cli::try_parse_from(["esr", "--enable-everything=true"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        // Go's flag package reads `--flag false` as a bare flag plus an argument.
+        assert!(Cli::try_parse_from(["esr", "--enable-flood-gate", "false"]).is_err());
     }
 }

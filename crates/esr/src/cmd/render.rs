@@ -361,6 +361,11 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
             es.metadata.name.as_deref().unwrap_or("")
         );
         let view = es_view(es, None);
+        if let Some(msg) = generic_target_refusal(&view, now) {
+            out.messages.push(format!("error: {id}: {msg}"));
+            out.failed = true;
+            continue;
+        }
         let data = match fetch(&env, es).await {
             Fetched::Skip => {
                 out.messages.push(format!(
@@ -449,6 +454,17 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
         }
     }
     Ok(out)
+}
+
+/// A generic target (`target.manifest`) is never rendered as a Secret: the controller's Ready
+/// message for it (ESO's, as without `--unsafe-allow-generic-targets`).
+fn generic_target_refusal(
+    view: &plan::EsView,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    let err = plan::generic_target_error(view.manifest.as_ref(), false)?;
+    let p = plan::generic_target_failed(view, &err, now);
+    p.status.ready().map(|c| c.message.clone())
 }
 
 #[cfg(test)]
@@ -631,6 +647,41 @@ spec:
         );
         assert!(out.yaml.is_empty());
         assert!(!out.messages.concat().contains("top-secret-value"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn generic_targets_print_no_secret() {
+        let dir = std::env::temp_dir().join(format!("esr-render-generic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("m.yaml"),
+            r#"
+apiVersion: external-secrets.io/v1
+kind: SecretStore
+metadata: {name: s, namespace: ns}
+spec: {provider: {fake: {data: [{key: a, value: v}]}}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: cm, namespace: ns}
+spec:
+  secretStoreRef: {name: s}
+  target: {name: app-config, manifest: {apiVersion: v1, kind: ConfigMap}}
+  data: [{secretKey: k, remoteRef: {key: a}}]
+"#,
+        )
+        .unwrap();
+        let out = render(&args(vec![dir.clone()])).await.unwrap();
+        assert!(out.failed);
+        assert!(out.yaml.is_empty(), "{}", out.yaml);
+        assert_eq!(
+            out.messages,
+            vec![
+                "error: ExternalSecret ns/cm: invalid generic target: generic targets are disabled. Enable with --unsafe-allow-generic-targets flag"
+                    .to_string()
+            ]
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -457,6 +457,9 @@ fn judge(doc: &Value, kind: &str, registry: &Registry) -> (Outcome, Vec<String>)
         reasons.extend(provider_rules(group, kind, &obj_value));
     }
     if reasons.is_empty() {
+        reasons.extend(generic_target_rules(group, kind, &obj_value));
+    }
+    if reasons.is_empty() {
         (Outcome::Ok, reasons)
     } else {
         (Outcome::Error, reasons)
@@ -597,6 +600,42 @@ fn provider_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
             Vec::new()
         }
         Err(e) => vec![e.to_string()],
+    }
+}
+
+/// Generic targets (`target.manifest` of an ExternalSecret or of a ClusterExternalSecret's
+/// `externalSecretSpec`): the condition the controller reports (ESO's, without
+/// `--unsafe-allow-generic-targets`), and esr writes no generic target even with the flag.
+fn generic_target_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
+    use esr_controller::plan::{ManifestView, detailed, generic_target_error, msg};
+    if group != ESO_GROUP {
+        return Vec::new();
+    }
+    let (path, target) = match kind {
+        "ExternalSecret" => ("spec.target.manifest", obj.pointer("/spec/target")),
+        "ClusterExternalSecret" => (
+            "spec.externalSecretSpec.target.manifest",
+            obj.pointer("/spec/externalSecretSpec/target"),
+        ),
+        _ => return Vec::new(),
+    };
+    let Some(m) = target
+        .and_then(|t| t.get("manifest"))
+        .filter(|m| !m.is_null())
+    else {
+        return Vec::new();
+    };
+    let field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let view = ManifestView {
+        api_version: field("apiVersion"),
+        kind: field("kind"),
+    };
+    match generic_target_error(Some(&view), false) {
+        Some(e) => vec![format!(
+            "{path}: {} (esr does not write generic targets even with that flag)",
+            detailed(msg::ERR_GENERIC_TARGET, &e.to_string())
+        )],
+        None => Vec::new(),
     }
 }
 
