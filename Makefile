@@ -4,7 +4,7 @@
 CARGO ?= cargo
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e \
+.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e fuzz \
         bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout clean
 
 all: build
@@ -35,6 +35,15 @@ endif
 
 # Everything CI runs: formatting, lints, all tests.
 test: fmt-check clippy test-unit
+
+# Coverage-guided fuzzing of templates, manifest validation and the KES converter (libFuzzer;
+# nightly). `make test` runs the bounded, stable property-test fuzzing; see fuzz/README.md.
+FUZZ_SECONDS ?= 20
+fuzz:
+	@$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
+	for t in template validate kes; do \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
+	done
 
 crds:
 	$(CARGO) run -q -p esr -- crdgen --out crds

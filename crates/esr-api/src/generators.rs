@@ -17,6 +17,9 @@ fn default_password_length() -> i64 {
     24
 }
 
+/// The largest `length` of the Password generator (the CRD's `maximum`).
+pub const MAX_PASSWORD_LENGTH: i64 = 4096;
+
 /// Desired state of a Password generator.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
@@ -35,8 +38,10 @@ fn default_password_length() -> i64 {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("required" = ["allowRepeat", "length", "noUpper"]))]
 pub struct PasswordSpec {
-    /// Length of the password.
+    /// Length of the password (at most 4096: a longer value is no password, and every
+    /// generated value is stored in a Secret).
     #[serde(default = "default_password_length")]
+    #[schemars(range(max = 4096))]
     pub length: i64,
     /// Number of digits; defaults to 25% of the length.
     #[serde(default, skip_serializing_if = "Option::is_none")]

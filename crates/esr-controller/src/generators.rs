@@ -14,7 +14,6 @@ use esr_api::generators::{
 };
 use esr_api::v1::{GeneratorRef, GeneratorRefKind};
 use kube::{Api, Client};
-use rand::Rng;
 
 /// Generated data.
 pub type Generated = BTreeMap<String, Vec<u8>>;
@@ -45,6 +44,9 @@ pub enum PasswordError {
     /// Negative count.
     #[error("length, digits and symbols must not be negative")]
     Negative,
+    /// `length` above [`esr_api::generators::MAX_PASSWORD_LENGTH`].
+    #[error("length must be at most {}", esr_api::generators::MAX_PASSWORD_LENGTH)]
+    TooLong,
     /// Bad secretKeys.
     #[error("secretKeys must be non-empty and unique")]
     SecretKeys,
@@ -80,6 +82,9 @@ fn count(v: i64) -> Result<usize, PasswordError> {
 impl PasswordConfig {
     /// Applies ESO's defaults to a spec.
     pub fn from_spec(spec: &PasswordSpec) -> Result<Self, PasswordError> {
+        if spec.length > esr_api::generators::MAX_PASSWORD_LENGTH {
+            return Err(PasswordError::TooLong);
+        }
         let length = if spec.length > 0 {
             count(spec.length)?
         } else {
@@ -104,9 +109,12 @@ impl PasswordConfig {
 }
 
 /// Generates one password with go-password's semantics: `length - digits - symbols` letters,
-/// then the digits and symbols, each character inserted at a random position; without
-/// `allowRepeat` no character occurs twice. Uses the thread-local CSPRNG.
+/// then the digits and symbols, in a uniformly random order; without `allowRepeat` no character
+/// occurs twice. go-password inserts each character at a random position, which yields the same
+/// distribution as drawing the characters and then shuffling them; that is done here, in time
+/// linear in the length. Uses the thread-local CSPRNG.
 pub fn generate_password(c: &PasswordConfig) -> Result<String, PasswordError> {
+    use rand::seq::{IndexedRandom, SliceRandom};
     let letters: Vec<char> = if c.no_upper {
         LOWER.chars().collect()
     } else {
@@ -116,7 +124,7 @@ pub fn generate_password(c: &PasswordConfig) -> Result<String, PasswordError> {
     let symbols: Vec<char> = c.symbol_characters.chars().collect();
     let chars = c
         .length
-        .checked_sub(c.digits + c.symbols)
+        .checked_sub(c.digits.saturating_add(c.symbols))
         .ok_or(PasswordError::ExceedsTotalLength)?;
     if !c.allow_repeat {
         if chars > letters.len() {
@@ -131,25 +139,32 @@ pub fn generate_password(c: &PasswordConfig) -> Result<String, PasswordError> {
     }
     let mut rng = rand::rng();
     let mut out: Vec<char> = Vec::with_capacity(c.length);
-    for (n, set) in [
-        (chars, &letters),
-        (c.digits, &digits),
-        (c.symbols, &symbols),
+    for (n, set, short) in [
+        (chars, &letters, PasswordError::LettersExceedsAvailable),
+        (c.digits, &digits, PasswordError::DigitsExceedsAvailable),
+        (c.symbols, &symbols, PasswordError::SymbolsExceedsAvailable),
     ] {
         if n > 0 && set.is_empty() {
             return Err(PasswordError::SymbolsExceedsAvailable);
         }
-        let mut added = 0;
-        while added < n {
-            let ch = set[rng.random_range(0..set.len())];
-            if !c.allow_repeat && out.contains(&ch) {
-                continue;
+        if c.allow_repeat {
+            out.extend((0..n).filter_map(|_| set.choose(&mut rng).copied()));
+        } else {
+            // distinct characters not used yet (the alphabet is short: no repeats means the
+            // length is at most its size)
+            let mut avail: Vec<char> = Vec::with_capacity(set.len());
+            for ch in set.iter() {
+                if !out.contains(ch) && !avail.contains(ch) {
+                    avail.push(*ch);
+                }
             }
-            let pos = rng.random_range(0..=out.len());
-            out.insert(pos, ch);
-            added += 1;
+            if avail.len() < n {
+                return Err(short);
+            }
+            out.extend(avail.choose_multiple(&mut rng, n).copied());
         }
     }
+    out.shuffle(&mut rng);
     Ok(out.into_iter().collect())
 }
 

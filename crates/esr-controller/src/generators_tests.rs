@@ -184,3 +184,75 @@ fn fake_returns_its_data() {
         Generated::from([("k".to_string(), b"v".to_vec())])
     );
 }
+
+#[test]
+fn length_is_bounded_and_long_passwords_are_generated_whole() {
+    let max = esr_api::generators::MAX_PASSWORD_LENGTH;
+    assert_eq!(
+        PasswordConfig::from_spec(&PasswordSpec {
+            length: max + 1,
+            ..Default::default()
+        }),
+        Err(PasswordError::TooLong)
+    );
+    assert_eq!(
+        PasswordConfig::from_spec(&PasswordSpec {
+            length: 1_000_000,
+            allow_repeat: true,
+            ..Default::default()
+        }),
+        Err(PasswordError::TooLong)
+    );
+    let c = PasswordConfig::from_spec(&PasswordSpec {
+        length: max,
+        allow_repeat: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let p = generate_password(&c).unwrap();
+    assert_eq!(p.chars().count(), max as usize);
+    assert_eq!(p.chars().filter(|c| c.is_ascii_digit()).count(), c.digits);
+    assert_eq!(
+        p.chars().filter(|c| DEFAULT_SYMBOLS.contains(*c)).count(),
+        c.symbols
+    );
+    // huge digit/symbol counts are an error, not an overflow
+    assert_eq!(
+        generate_password(&cfg(10, usize::MAX, usize::MAX, false, true)),
+        Err(PasswordError::ExceedsTotalLength)
+    );
+}
+
+#[test]
+fn characters_are_shuffled_not_grouped() {
+    // letters, digits and symbols are drawn in that order and then shuffled: over many runs a
+    // digit appears at the first position
+    let first_is_digit = (0..200)
+        .filter_map(|_| generate_password(&cfg(10, 5, 0, false, false)).ok())
+        .any(|p| p.starts_with(|c: char| c.is_ascii_digit()));
+    assert!(first_is_digit);
+}
+
+#[test]
+fn without_repeats_overlapping_alphabets_never_repeat_or_hang() {
+    // symbols that are also letters, and a symbol listed twice
+    let mut c = cfg(30, 0, 4, false, false);
+    c.symbol_characters = "aabcd!".to_string();
+    for _ in 0..100 {
+        match generate_password(&c) {
+            Ok(p) => {
+                let mut seen = std::collections::HashSet::new();
+                assert!(p.chars().all(|ch| seen.insert(ch)), "repeat in {p}");
+                assert_eq!(p.chars().count(), 30);
+            }
+            Err(e) => assert_eq!(e, PasswordError::SymbolsExceedsAvailable),
+        }
+    }
+    c.symbol_characters = "aa".to_string();
+    c.symbols = 2;
+    c.length = 2;
+    assert_eq!(
+        generate_password(&c),
+        Err(PasswordError::SymbolsExceedsAvailable)
+    );
+}

@@ -238,9 +238,15 @@ pub fn decode_value(
     value: Vec<u8>,
 ) -> Result<Vec<u8>, PipelineError> {
     use base64::engine::general_purpose::{STANDARD, URL_SAFE};
-    let err = |e: base64::DecodeError| PipelineError::Decode {
+    // The decoder's own text (`Invalid symbol 33, offset 7.`) reveals a byte of the value and its
+    // position: the error names only the key and the strategy.
+    let err = |_: base64::DecodeError| PipelineError::Decode {
         key: key.to_string(),
-        reason: e.to_string(),
+        reason: match strategy {
+            DecodingStrategy::Base64Url => "value is not valid Base64URL",
+            _ => "value is not valid Base64",
+        }
+        .to_string(),
     };
     match strategy {
         DecodingStrategy::None => Ok(value),

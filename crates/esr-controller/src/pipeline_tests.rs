@@ -77,6 +77,17 @@ fn decoding_strategies() {
         vec![0xfb, 0xff]
     );
     assert!(decode_value(DecodingStrategy::Base64, "k", b"-_8=".to_vec()).is_err());
+    // the error names the key and the strategy, never a byte or offset of the value
+    for (strategy, name) in [
+        (DecodingStrategy::Base64, "Base64"),
+        (DecodingStrategy::Base64Url, "Base64URL"),
+    ] {
+        let e = decode_value(strategy, "db-pass", b"aGVsbG8!".to_vec()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("error decoding key db-pass: value is not valid {name}")
+        );
+    }
     assert_eq!(
         decode_value(DecodingStrategy::Auto, "k", b"-_8=".to_vec()).unwrap(),
         vec![0xfb, 0xff]

@@ -2,11 +2,16 @@
 //! by a [`TemplateEngine`] (implemented over esr-template).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use esr_api::v1::ExternalSecret;
 use esr_provider::KubeAccess;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
+
+use esr_template::RenderLimits;
 
 use crate::pipeline::KeyTransformer;
 use crate::plan::Renderer;
@@ -78,22 +83,92 @@ pub trait TemplateEngine: Send + Sync {
     fn transformer(&self) -> &dyn KeyTransformer;
 }
 
+/// The default wall-clock limit of one render (`--template-timeout`).
+pub const DEFAULT_RENDER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The bounds of every render: a wall-clock limit, a memory budget (every value the render
+/// builds counts; see [`esr_template::RenderLimits`]) and a cancel flag set on shutdown. A render
+/// past either limit fails that ExternalSecret with a value-free message
+/// (`could not execute template: the render exceeded its deadline of 5s`), and the controller's
+/// usual error backoff applies.
+#[derive(Debug, Clone)]
+pub struct RenderBounds {
+    /// Wall-clock limit of one render (the templates of one Secret, or one rewrite transform).
+    pub timeout: Duration,
+    /// Memory budget of one render, in bytes.
+    pub max_bytes: usize,
+    /// Set it to stop every running render at its next step (shutdown).
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Default for RenderBounds {
+    fn default() -> Self {
+        RenderBounds {
+            timeout: DEFAULT_RENDER_TIMEOUT,
+            max_bytes: esr_template::limits::MAX_RENDER_BYTES,
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl RenderBounds {
+    /// The limits of a render starting now.
+    fn limits(&self) -> RenderLimits {
+        RenderLimits {
+            max_bytes: self.max_bytes,
+            deadline: Instant::now().checked_add(self.timeout),
+            cancel: Some(self.cancel.clone()),
+        }
+    }
+
+    /// The controller's text for a render stopped by its bounds (never a value).
+    fn stop_text(&self, e: &esr_template::TemplateError) -> Option<String> {
+        use esr_template::TemplateError;
+        match e {
+            TemplateError::Budget(n) => Some(format!(
+                "the render exceeded its memory budget of {n} bytes"
+            )),
+            TemplateError::Deadline => Some(format!(
+                "the render exceeded its deadline of {}",
+                esr_api::duration::GoDuration::from_std(self.timeout)
+            )),
+            TemplateError::Cancelled => {
+                Some("the render was cancelled (the controller is stopping)".to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// ESO's template engine v2: [`esr_template::eso::render_secret`] (templateFrom in order, then
-/// `template.data`, then the metadata templates) and `rewrite_transform`. Errors never include
-/// values (esr-template redacts and scrubs them).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct EsoTemplates;
+/// `template.data`, then the metadata templates) and `rewrite_transform`, within
+/// [`RenderBounds`]. Errors never include values (esr-template redacts and scrubs them).
+#[derive(Debug, Default, Clone)]
+pub struct EsoTemplates {
+    bounds: RenderBounds,
+}
 
 impl EsoTemplates {
-    /// The engine.
+    /// The engine, with the default bounds.
     pub fn new() -> Self {
-        EsoTemplates
+        EsoTemplates::default()
+    }
+
+    /// The engine with `bounds`.
+    pub fn with_bounds(bounds: RenderBounds) -> Self {
+        EsoTemplates { bounds }
+    }
+
+    /// Stops every running render at its next step, and every later one at its first (shutdown).
+    pub fn cancel_all(&self) {
+        self.bounds.cancel.store(true, Ordering::Relaxed);
     }
 }
 
 struct EsoRenderer<'a> {
     es: &'a ExternalSecret,
     sources: &'a TemplateSources,
+    bounds: &'a RenderBounds,
 }
 
 impl crate::plan::Renderer for EsoRenderer<'_> {
@@ -102,7 +177,7 @@ impl crate::plan::Renderer for EsoRenderer<'_> {
         data: &crate::pipeline::DataMap,
     ) -> Result<crate::plan::Rendered, crate::plan::RenderError> {
         use crate::plan::{RenderError, Rendered};
-        use esr_template::eso::{RenderInput, RenderedSecret, TemplateError, render_secret};
+        use esr_template::eso::{RenderInput, RenderedSecret, TemplateError, render_secret_with};
         let Some(t) = self
             .es
             .spec
@@ -140,18 +215,23 @@ impl crate::plan::Renderer for EsoRenderer<'_> {
         };
         let empty = BTreeMap::new();
         let base = RenderedSecret::default();
-        let out = render_secret(&RenderInput {
+        let input = RenderInput {
             template: Some(t),
             data,
             sources: &sources,
             base: &base,
             es_labels: &empty,
             es_annotations: &empty,
-        })
-        .map_err(|e| match e {
-            TemplateError::TemplateFrom(m) => RenderError::Fetch(m),
-            TemplateError::Execute(m) => RenderError::Exec(m),
-            other => RenderError::Exec(other.to_string()),
+        };
+        let out = render_secret_with(&input, &self.bounds.limits()).map_err(|e| {
+            if let Some(text) = self.bounds.stop_text(&e) {
+                return RenderError::Exec(text);
+            }
+            match e {
+                TemplateError::TemplateFrom(m) => RenderError::Fetch(m),
+                TemplateError::Execute(m) => RenderError::Exec(m),
+                other => RenderError::Exec(other.to_string()),
+            }
         })?;
         Ok(Rendered {
             data: out.data,
@@ -163,7 +243,12 @@ impl crate::plan::Renderer for EsoRenderer<'_> {
 
 impl KeyTransformer for EsoTemplates {
     fn transform_key(&self, template: &str, key: &str) -> Result<String, String> {
-        esr_template::eso::rewrite_transform(template, key).map_err(|e| e.to_string())
+        esr_template::eso::rewrite_transform_with(template, key, &self.bounds.limits()).map_err(
+            |e| match self.bounds.stop_text(&e) {
+                Some(text) => format!("unable to execute transform template: {text}"),
+                None => e.to_string(),
+            },
+        )
     }
 }
 
@@ -173,10 +258,70 @@ impl TemplateEngine for EsoTemplates {
         es: &'a ExternalSecret,
         sources: &'a TemplateSources,
     ) -> Box<dyn Renderer + 'a> {
-        Box::new(EsoRenderer { es, sources })
+        Box::new(EsoRenderer {
+            es,
+            sources,
+            bounds: &self.bounds,
+        })
     }
     fn transformer(&self) -> &dyn KeyTransformer {
         self
+    }
+}
+
+/// A bounded pool for renders, off the async workers: at most `size` renders run at once, each
+/// on a blocking thread (`spawn_blocking`), so a heavy template never stalls the reconcilers of
+/// other objects, the probes or `/metrics`. The render itself enforces its [`RenderBounds`]
+/// (deadline, memory budget, cancellation), so a blocking thread is never held longer than the
+/// timeout plus one non-interruptible function call.
+#[derive(Debug, Clone)]
+pub struct RenderPool {
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+/// A render could not run on the pool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderPoolError {
+    /// The render panicked (a bug; the message never carries a value).
+    #[error("could not execute template: the render failed unexpectedly")]
+    Panicked,
+    /// The pool was closed.
+    #[error("could not execute template: the controller is stopping")]
+    Closed,
+}
+
+impl RenderPool {
+    /// A pool running at most `size` renders at once (at least one).
+    pub fn new(size: usize) -> Self {
+        RenderPool {
+            permits: Arc::new(tokio::sync::Semaphore::new(size.max(1))),
+        }
+    }
+
+    /// Runs `render` on a blocking thread once a slot is free.
+    pub async fn run<T, F>(&self, render: F) -> Result<T, RenderPoolError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| RenderPoolError::Closed)?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            render()
+        })
+        .await
+        .map_err(|_| RenderPoolError::Panicked)
+    }
+
+    /// Refuses every later render (shutdown); running ones finish or are cancelled by their
+    /// [`RenderBounds::cancel`] flag.
+    pub fn close(&self) {
+        self.permits.close();
     }
 }
 
@@ -288,5 +433,106 @@ spec:
                 .unwrap_err()
                 .starts_with("unable to parse transform template")
         );
+    }
+
+    fn poison(text: &str) -> ExternalSecret {
+        let mut e = es(r#"
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: x, namespace: app}
+spec:
+  target:
+    template:
+      data: {k: "placeholder"}
+"#);
+        if let Some(d) = e
+            .spec
+            .target
+            .as_mut()
+            .and_then(|t| t.template.as_mut())
+            .and_then(|t| t.data.as_mut())
+        {
+            d.insert("k".into(), text.into());
+        }
+        e
+    }
+
+    #[test]
+    fn poison_templates_fail_with_value_free_bound_errors() {
+        let memory = poison(
+            r#"{{ $l := list (repeat 16000000 "a") }}{{ range until 20 }}{{ $l = concat $l $l }}{{ end }}"#,
+        );
+        let engine = EsoTemplates::new();
+        let err = engine
+            .renderer(&memory, &TemplateSources::default())
+            .render(&dm(&[("pw", "s3cr3t-value")]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "could not execute template: the render exceeded its memory budget of {} bytes",
+                esr_template::limits::MAX_RENDER_BYTES
+            )
+        );
+        let cpu = poison(r#"{{ range until 300000 }}{{ $h := bcrypt "x" }}{{ end }}"#);
+        let engine = EsoTemplates::with_bounds(RenderBounds {
+            timeout: Duration::ZERO,
+            ..RenderBounds::default()
+        });
+        let err = engine
+            .renderer(&cpu, &TemplateSources::default())
+            .render(&dm(&[]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "could not execute template: the render exceeded its deadline of 0s"
+        );
+        let err = engine
+            .transform_key(r#"{{ range until 300000 }}{{ bcrypt "x" }}{{ end }}"#, "k")
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "unable to execute transform template: the render exceeded its deadline of 0s"
+        );
+    }
+
+    /// A render that would run for hours runs on the pool: the async runtime (one worker thread
+    /// here, like `--concurrent 1`) keeps serving other work meanwhile, and cancelling stops it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn pool_keeps_the_runtime_responsive_and_cancel_stops_the_render() {
+        let engine = EsoTemplates::with_bounds(RenderBounds {
+            timeout: Duration::from_secs(3600),
+            ..RenderBounds::default()
+        });
+        let pool = RenderPool::new(1);
+        let cpu = poison(r#"{{ range until 300000 }}{{ $h := bcrypt "x" }}{{ end }}"#);
+        let e2 = engine.clone();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let render = tokio::spawn({
+            let pool = pool.clone();
+            async move {
+                pool.run(move || {
+                    let _ = started_tx.send(());
+                    let sources = TemplateSources::default();
+                    e2.renderer(&cpu, &sources)
+                        .render(&dm(&[]))
+                        .map_err(|e| e.to_string())
+                })
+                .await
+            }
+        });
+        started_rx.await.unwrap();
+        // the runtime's only worker is free: other tasks run while the render is in progress
+        let canary = tokio::spawn(async { (0..1000u32).sum::<u32>() });
+        assert_eq!(canary.await.unwrap(), 499_500);
+        assert!(!render.is_finished(), "the poison render is still running");
+        engine.cancel_all();
+        let out = render.await.unwrap().unwrap();
+        assert_eq!(
+            out.unwrap_err(),
+            "could not execute template: the render was cancelled (the controller is stopping)"
+        );
+        pool.close();
+        assert_eq!(pool.run(|| ()).await.unwrap_err(), RenderPoolError::Closed);
     }
 }

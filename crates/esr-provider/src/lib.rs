@@ -10,11 +10,14 @@
 //!   or in memory.
 //! - [`gjson`]: ESO's `property` paths. [`keys`]: key conversion and Go-compatible JSON.
 //! - [`metrics`]: API-call accounting ([`CallRecorder`]).
+//! - [`identity`]: when a store may use the controller's own identity (never a SecretStore,
+//!   unless the controller allows it).
 
 pub mod api;
 pub mod error;
 pub mod find;
 pub mod gjson;
+pub mod identity;
 pub mod keys;
 pub mod kube_access;
 pub mod metadata;

@@ -38,6 +38,7 @@ use esr_api::v1::{
 use crate::engine::Template;
 use crate::exec::ExecOptions;
 use crate::func::FuncMap;
+use crate::limits::{RenderLimits, Stop};
 
 /// The action delimiters of ESO's `--template-left-delimiter` /
 /// `--template-right-delimiter` flags (default `{{` `}}`). Set once, at start-up,
@@ -120,6 +121,16 @@ pub enum TemplateError {
     /// A `rewrite.transform` template failed.
     #[error("{0}")]
     Transform(String),
+    /// The render built more than its memory budget allows
+    /// ([`RenderLimits::max_bytes`]).
+    #[error("could not execute template: the render exceeded its memory budget of {0} bytes")]
+    Budget(usize),
+    /// The render ran past its deadline ([`RenderLimits::deadline`]).
+    #[error("could not execute template: the render exceeded its deadline")]
+    Deadline,
+    /// The render was cancelled ([`RenderLimits::cancel`]).
+    #[error("could not execute template: the render was cancelled")]
+    Cancelled,
 }
 
 /// Replaces every occurrence of a provider value in `msg` by `<redacted>`.
@@ -210,12 +221,19 @@ fn parse_target(t: Option<&str>) -> Result<Target, TemplateError> {
     }
 }
 
+/// Applies a `valuesDecodingStrategy`. The error names the strategy only: the
+/// decoder's own text (`Invalid symbol 33, offset 7.`) would reveal a byte of
+/// the value.
 fn decode(strategy: Option<DecodingStrategy>, v: Vec<u8>) -> Result<Vec<u8>, String> {
     use base64::engine::general_purpose::{STANDARD, URL_SAFE};
     match strategy.unwrap_or_default() {
         DecodingStrategy::None => Ok(v),
-        DecodingStrategy::Base64 => STANDARD.decode(&v).map_err(|e| e.to_string()),
-        DecodingStrategy::Base64Url => URL_SAFE.decode(&v).map_err(|e| e.to_string()),
+        DecodingStrategy::Base64 => STANDARD
+            .decode(&v)
+            .map_err(|_| "value is not valid Base64".to_string()),
+        DecodingStrategy::Base64Url => URL_SAFE
+            .decode(&v)
+            .map_err(|_| "value is not valid Base64URL".to_string()),
         DecodingStrategy::Auto => Ok(STANDARD
             .decode(&v)
             .or_else(|_| URL_SAFE.decode(&v))
@@ -380,13 +398,40 @@ fn merge_map(
 
 /// Renders the target Secret of an ExternalSecret: ESO's `applyTemplate` for a
 /// Secret target. See the module documentation for the order of the steps.
+///
+/// Runs with the default [`RenderLimits`] (memory budget, no deadline); see
+/// [`render_secret_with`].
 pub fn render_secret(input: &RenderInput<'_>) -> Result<RenderedSecret, TemplateError> {
-    render_inner(input).map_err(|e| match e {
-        TemplateError::InvalidTarget(t) => TemplateError::InvalidTarget(t),
+    render_secret_with(input, &RenderLimits::default())
+}
+
+/// [`render_secret`] within `limits`: every template of the Secret shares one
+/// memory budget, deadline and cancel flag. A render stopped by them fails with
+/// [`TemplateError::Budget`], [`TemplateError::Deadline`] or
+/// [`TemplateError::Cancelled`] (value-free texts).
+pub fn render_secret_with(
+    input: &RenderInput<'_>,
+    limits: &RenderLimits,
+) -> Result<RenderedSecret, TemplateError> {
+    let _meter = crate::limits::enter(limits.clone());
+    let r = render_inner(input);
+    if let Some(stop) = crate::limits::stopped() {
+        return Err(stop_error(stop, limits));
+    }
+    r.map_err(|e| match e {
         TemplateError::TemplateFrom(m) => TemplateError::TemplateFrom(scrub(m, input.data)),
         TemplateError::Execute(m) => TemplateError::Execute(scrub(m, input.data)),
         TemplateError::Transform(m) => TemplateError::Transform(scrub(m, input.data)),
+        other => other,
     })
+}
+
+fn stop_error(stop: Stop, limits: &RenderLimits) -> TemplateError {
+    match stop {
+        Stop::Budget => TemplateError::Budget(limits.max_bytes),
+        Stop::Deadline => TemplateError::Deadline,
+        Stop::Cancelled => TemplateError::Cancelled,
+    }
 }
 
 fn render_inner(input: &RenderInput<'_>) -> Result<RenderedSecret, TemplateError> {
@@ -442,6 +487,16 @@ fn render_inner(input: &RenderInput<'_>) -> Result<RenderedSecret, TemplateError
 /// (template named `transform`, ESO's function map, default `missingkey`) and
 /// returns the new key.
 pub fn rewrite_transform(template: &str, key: &str) -> Result<String, TemplateError> {
+    rewrite_transform_with(template, key, &RenderLimits::default())
+}
+
+/// [`rewrite_transform`] within `limits` (see [`render_secret_with`]).
+pub fn rewrite_transform_with(
+    template: &str,
+    key: &str,
+    limits: &RenderLimits,
+) -> Result<String, TemplateError> {
+    let _meter = crate::limits::enter(limits.clone());
     let funcs = eso_funcs();
     let t = Template::parse("transform", template, funcs).map_err(|e| {
         TemplateError::Transform(format!("unable to parse transform template: {e}"))
@@ -451,9 +506,12 @@ pub fn rewrite_transform(template: &str, key: &str) -> Result<String, TemplateEr
         missingkey_error: false,
         ..ExecOptions::default()
     };
-    let out = t.execute_data(funcs, &data, &opts).map_err(|e| {
-        TemplateError::Transform(format!("unable to execute transform template: {e}"))
-    })?;
+    let out = t
+        .execute_data(funcs, &data, &opts)
+        .map_err(|e| match e.stop {
+            Some(stop) => stop_error(stop, limits),
+            None => TemplateError::Transform(format!("unable to execute transform template: {e}")),
+        })?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -541,6 +599,16 @@ mod tests {
             b"not base64!"
         );
         assert!(decode(Some(DecodingStrategy::Base64), b"%%".to_vec()).is_err());
+        // the error names the strategy, never a byte or offset of the value
+        for (strategy, name) in [
+            (DecodingStrategy::Base64, "Base64"),
+            (DecodingStrategy::Base64Url, "Base64URL"),
+        ] {
+            assert_eq!(
+                decode(Some(strategy), b"aGVsbG8!".to_vec()),
+                Err(format!("value is not valid {name}"))
+            );
+        }
         assert_eq!(decode(None, b"aGk=".to_vec()).unwrap_or_default(), b"aGk=");
     }
 

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use crate::fmt::{format_v, format_v_bytes, sprint_bytes, sprintf_bytes, sprintln_bytes};
 use crate::func::{FuncDef, FuncError, FuncMap, Signature};
-use crate::limits::{Limits, MAX_NESTING};
+use crate::limits::{Limits, MAX_NESTING, RenderLimits, Stop};
 use crate::parse::{Arg, Command, Node, Number, Pipe, Template, is_builtin};
 use crate::value::{GoType, Kind, Value};
 
@@ -23,6 +23,9 @@ pub struct ExecOptions {
     /// `<redacted>`, and function errors marked [`FuncError::may_contain_data`]
     /// are withheld unless every argument of the call was a literal.
     pub redact: bool,
+    /// Memory budget, deadline and cancellation of the execution, when it is
+    /// not already part of a metered render (see [`crate::limits::RenderLimits`]).
+    pub bounds: RenderLimits,
 }
 
 impl Default for ExecOptions {
@@ -31,6 +34,7 @@ impl Default for ExecOptions {
             missingkey_error: true,
             limits: Limits::default(),
             redact: false,
+            bounds: RenderLimits::default(),
         }
     }
 }
@@ -43,6 +47,9 @@ pub struct ExecError {
     pub message: String,
     /// Whether a resource limit was hit.
     pub limit: bool,
+    /// Set when the render's memory budget, deadline or cancel flag stopped
+    /// the execution (the message is then value-free).
+    pub stop: Option<Stop>,
 }
 
 impl std::fmt::Display for ExecError {
@@ -126,6 +133,10 @@ impl<'t> State<'t> {
     }
 
     fn make_err(&self, msg: String, limit: bool) -> ExecError {
+        self.make_err_stop(msg, limit, None)
+    }
+
+    fn make_err_stop(&self, msg: String, limit: bool, stop: Option<Stop>) -> ExecError {
         let message = match self.node.pos_and_text() {
             None => format!("template: {}: {}", self.name, msg),
             Some((pos, context)) => {
@@ -146,7 +157,11 @@ impl<'t> State<'t> {
                 )
             }
         };
-        ExecError { message, limit }
+        ExecError {
+            message,
+            limit,
+            stop,
+        }
     }
 
     fn limit_err(&self, msg: &str) -> Flow {
@@ -162,7 +177,20 @@ impl<'t> State<'t> {
         }
     }
 
+    /// The error of a render stopped by its bounds (value-free).
+    fn stop_err(&self, stop: Stop) -> Flow {
+        Flow::Err(self.make_err_stop(stop.message().to_string(), true, Some(stop)))
+    }
+
+    /// Charges `bytes` to the render's memory budget.
+    fn charge(&self, bytes: usize) -> R<()> {
+        crate::limits::charge(bytes).map_err(|s| self.stop_err(s))
+    }
+
     fn step(&mut self) -> R<()> {
+        if let Err(s) = crate::limits::checkpoint() {
+            return Err(self.stop_err(s));
+        }
         self.steps += 1;
         if self.steps > self.opts.limits.max_steps {
             return Err(self.limit_err(&format!(
@@ -180,6 +208,7 @@ impl<'t> State<'t> {
                 self.opts.limits.max_output_bytes
             )));
         }
+        self.charge(b.len())?;
         self.out.extend_from_slice(b);
         Ok(())
     }
@@ -827,6 +856,7 @@ impl<'t> State<'t> {
             };
             argv.push(self.validate_type(f, Some(&t))?);
         }
+        self.charge(crate::limits::arg_copy_bytes(&argv))?;
         let result = match &callee {
             Callee::Func(f) => f.call(&argv),
             Callee::Method(o, _) => o.call_method(name, &argv),
@@ -848,10 +878,15 @@ impl<'t> State<'t> {
                 if !is_builtin {
                     self.check_nesting(&v)?;
                 }
+                let cap = crate::limits::remaining();
+                self.charge(crate::limits::result_bytes(&v, &argv, cap))?;
                 Ok(v)
             }
             Err(e) => {
                 self.node = node;
+                if let Some(s) = crate::limits::stopped() {
+                    return Err(self.stop_err(s));
+                }
                 let msg = if self.opts.redact && e.may_contain_data && !literal_only {
                     "<error text withheld: it may contain secret data>".to_string()
                 } else {
@@ -1542,8 +1577,10 @@ pub(crate) fn execute(
                 crate::fmt::quote(&tmpl.name)
             ),
             limit: false,
+            stop: None,
         });
     };
+    let _meter = crate::limits::enter_if_none(&opts.bounds);
     match st.walk_list(data, root) {
         Ok(()) => Ok(st.out),
         Err(Flow::Err(e)) => Err(e),
@@ -1589,8 +1626,15 @@ fn nesting_exceeds(v: &Value, cap: usize, budget: &mut u64) -> Result<bool, ()> 
             }
         }
         Value::Map(m) => {
-            let vals: Vec<Value> = m.entries().into_iter().map(|(_, v)| v).collect();
-            children_exceed(&mut vals.iter(), budget)
+            // no copy of the entries: growing a map with `set` in a loop stays linear
+            let mut r = Ok(false);
+            m.for_each_until(|_, it| {
+                if matches!(it, Value::List(_) | Value::Slice(_) | Value::Map(_)) {
+                    r = nesting_exceeds(it, cap - 1, budget);
+                }
+                matches!(r, Ok(false))
+            });
+            r
         }
         _ => Ok(false),
     }

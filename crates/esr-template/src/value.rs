@@ -369,6 +369,18 @@ impl MapRef {
         self.0.try_borrow().map(|m| m.clone()).unwrap_or_default()
     }
 
+    /// Calls `f` on each entry, in key order, while it returns `true` (no copy
+    /// of the entries).
+    pub fn for_each_until(&self, mut f: impl FnMut(&str, &Value) -> bool) {
+        if let Ok(m) = self.0.try_borrow() {
+            for (k, v) in m.iter() {
+                if !f(k, v) {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Whether two references point at the same Go map.
     pub fn ptr_eq(&self, other: &MapRef) -> bool {
         Rc::ptr_eq(&self.0, &other.0)
@@ -485,6 +497,21 @@ pub enum Value {
 }
 
 impl Value {
+    /// Whether `self` and `other` are references to the same storage (a slice,
+    /// map or byte string returned as it was passed).
+    pub fn shares_storage(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b),
+            (Value::Slice(a), Value::Slice(b)) => Rc::ptr_eq(a, b),
+            (Value::Map(a), Value::Map(b)) => a.ptr_eq(b),
+            (Value::StringMap(a), Value::StringMap(b)) => Rc::ptr_eq(a, b),
+            (Value::Bytes(a), Value::Bytes(b))
+            | (Value::BinaryString(a), Value::BinaryString(b)) => Rc::ptr_eq(a, b),
+            (Value::Object(a), Value::Object(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     /// A `string`.
     pub fn str(s: impl Into<String>) -> Value {
         Value::String(s.into())

@@ -1,6 +1,6 @@
 //! Fuzzing the parser and executor (proptest): arbitrary and mutated template
 //! text must never panic, hang or produce unbounded output; the executor stops
-//! with an error at its step, depth and output limits.
+//! with an error at its step, depth, output and memory-budget limits.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
@@ -78,6 +78,11 @@ const TOKENS: &[&str] = &[
     "join \",\"",
     "splitList \",\"",
     "repeat 3",
+    "repeat 100000",
+    "until 100000",
+    "concat",
+    "set",
+    "sha256sum",
     "text",
     "x",
     "}",
@@ -92,6 +97,10 @@ fn limits() -> ExecOptions {
             max_steps: 20_000,
             max_output_bytes: 256 * 1024,
             max_template_depth: 50,
+        },
+        bounds: esr_template::RenderLimits {
+            max_bytes: 64 * 1024 * 1024,
+            ..Default::default()
         },
     }
 }

@@ -719,6 +719,7 @@ fn lists(m: &mut FuncMap) {
         });
     }
     defv(m, "concat", vec![], Interface, |a| {
+        check_copy(a)?;
         let mut out = Vec::new();
         for l in a {
             match l {

@@ -133,23 +133,43 @@ pub fn perr(msg: impl Into<String>) -> FuncError {
     FuncError::public(msg)
 }
 
-/// Checks a size against [`MAX_VALUE_BYTES`].
+/// Checks a size against [`MAX_VALUE_BYTES`] and the render's bounds (budget
+/// left, deadline, cancellation: see [`crate::limits::RenderLimits`]).
 pub fn check_bytes(n: usize) -> Result<(), FuncError> {
     if n > MAX_VALUE_BYTES {
         return Err(perr(format!(
             "value too large: {n} bytes (limit {MAX_VALUE_BYTES})"
         )));
     }
+    crate::limits::checkpoint()?;
+    crate::limits::fits(n)?;
     Ok(())
 }
 
-/// Checks a length against [`MAX_COLLECTION_LEN`].
+/// Checks a length against [`MAX_COLLECTION_LEN`] and the render's bounds.
 pub fn check_len(n: usize) -> Result<(), FuncError> {
     if n > MAX_COLLECTION_LEN {
         return Err(perr(format!(
             "collection too large: {n} elements (limit {MAX_COLLECTION_LEN})"
         )));
     }
+    crate::limits::checkpoint()?;
+    crate::limits::fits(n.saturating_mul(std::mem::size_of::<Value>()))?;
+    Ok(())
+}
+
+/// Checks that the deep size of `values` (about to be copied into a new value)
+/// fits the render's budget.
+pub fn check_copy(values: &[Value]) -> Result<(), FuncError> {
+    let cap = crate::limits::remaining();
+    let mut total = 0usize;
+    for v in values {
+        total = total.saturating_add(crate::limits::value_bytes(v, cap));
+        if total > cap {
+            break;
+        }
+    }
+    crate::limits::fits(total)?;
     Ok(())
 }
 

@@ -103,6 +103,16 @@ pub struct Args {
     /// the flags accepted with a warning).
     #[command(flatten)]
     pub compat: Box<flags::Compat>,
+    /// Let namespaced SecretStores authenticate with the controller's own identity (Vault
+    /// kubernetes auth without serviceAccountRef/secretRef, the AWS default credential chain,
+    /// Azure managed identity or workload identity without serviceAccountRef). Off: only
+    /// ClusterSecretStores may (see docs/security.md).
+    #[arg(long, default_value_t = false)]
+    pub allow_namespaced_store_controller_identity: bool,
+    /// Wall-clock limit of one template render (a Go duration); a render past it fails its
+    /// ExternalSecret with a clear error.
+    #[arg(long, default_value = "5s")]
+    pub template_timeout: String,
 }
 
 /// The hook recording `<kind>_reconcile_duration` / `<kind>_status_condition` for a cluster-scoped
@@ -271,7 +281,20 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let generator_recorder: Arc<dyn esr_provider::metrics::CallRecorder> =
         Arc::new(metrics.clone());
     let kube_access = Arc::new(KubeClientAccess::with_config(client.clone(), config));
-    let templates = Arc::new(esr_controller::template::EsoTemplates::new());
+    esr_provider::identity::set_allow_namespaced_controller_identity(
+        args.allow_namespaced_store_controller_identity,
+    );
+    let template_timeout = esr_api::duration::parse(&args.template_timeout)
+        .ok()
+        .and_then(|d| d.to_std())
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("invalid --template-timeout {:?}", args.template_timeout))?;
+    let templates = Arc::new(esr_controller::template::EsoTemplates::with_bounds(
+        esr_controller::template::RenderBounds {
+            timeout: template_timeout,
+            ..Default::default()
+        },
+    ));
     let runtime = Runtime::new(
         client,
         cfg,

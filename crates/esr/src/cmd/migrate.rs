@@ -130,7 +130,7 @@ fn run_kes(args: KesArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
     for input in &inputs {
         let name = input.path.display().to_string();
-        let text = match std::fs::read_to_string(&input.path) {
+        let text = match super::input::read_input(&input.path) {
             Ok(t) => t,
             Err(e) => {
                 input_errors.push(format!("{name}: cannot read: {e}"));

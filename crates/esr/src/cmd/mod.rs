@@ -2,6 +2,7 @@
 
 pub mod controller;
 pub mod crdgen;
+pub mod input;
 pub mod migrate;
 pub mod render;
 pub mod template;

@@ -71,7 +71,7 @@ fn collect(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 fn documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        super::input::read_input(path).with_context(|| format!("reading {}", path.display()))?;
     let mut out = Vec::new();
     for doc in serde_yaml_ng::Deserializer::from_str(&text) {
         let v: serde_json::Value = serde::Deserialize::deserialize(doc)

@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    super::input::read_input(path).with_context(|| format!("reading {}", path.display()))
 }
 
 fn b64(s: &str, what: &str) -> anyhow::Result<Vec<u8>> {

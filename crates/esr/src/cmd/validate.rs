@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
     for file in &files {
         let name = file.display().to_string();
-        match std::fs::read_to_string(file) {
+        match super::input::read_input(file) {
             Ok(text) => results.extend(validate_text(&name, &text, &registry)),
             // An unreadable file (e.g. not UTF-8) is an error for that file, not for the run.
             Err(e) => results.push(DocResult {
@@ -276,7 +276,7 @@ impl Registry {
 fn read_crd_files(path: &Path) -> anyhow::Result<Vec<Value>> {
     let mut out = Vec::new();
     for file in collect_files(&[path.to_path_buf()])? {
-        let text = std::fs::read_to_string(&file)
+        let text = super::input::read_input(&file)
             .with_context(|| format!("reading {}", file.display()))?;
         for doc in parse_documents(&text) {
             match doc {

@@ -3,7 +3,9 @@
 //! 1. base credentials: `auth.jwt` (a service-account token from the TokenRequest API exchanged
 //!    with STS AssumeRoleWithWebIdentity, the role taken from the ServiceAccount's
 //!    `eks.amazonaws.com/role-arn` annotation), else `auth.secretRef` (static keys from
-//!    Kubernetes Secrets), else the SDK default chain (env, web identity file, ECS, IMDS);
+//!    Kubernetes Secrets), else the SDK default chain (env, web identity file, ECS, IMDS): the
+//!    controller's own identity, refused to a namespaced SecretStore (see
+//!    [`esr_provider::identity`]);
 //! 2. then every `additionalRoles` entry is assumed in order, then `role` (with `externalID`,
 //!    session tags and transitive tag keys).
 //!
@@ -220,7 +222,24 @@ pub(crate) async fn resolve_base(
             "esr-secretRef",
         )));
     }
+    default_chain_allowed(store)?;
     Ok(Base::DefaultChain)
+}
+
+/// Whether `store` may use the SDK default chain (the controller's own identity): never a
+/// namespaced SecretStore unless the controller allows it (see [`esr_provider::identity`]).
+pub(crate) fn default_chain_allowed(store: &StoreInfo) -> Result<(), AwsError> {
+    let kind = match store.kind {
+        StoreKind::SecretStore => esr_provider::StoreKind::SecretStore,
+        StoreKind::ClusterSecretStore => esr_provider::StoreKind::ClusterSecretStore,
+    };
+    esr_provider::identity::check_controller_identity(
+        kind,
+        esr_provider::identity::namespaced_controller_identity_allowed(),
+        "aws auth without jwt or secretRef (the SDK default credential chain)",
+        "set auth.secretRef or auth.jwt.serviceAccountRef",
+    )
+    .map_err(|e| AwsError::auth(e.message()))
 }
 
 /// A hash identifying the credentials a client uses (never the credentials themselves).

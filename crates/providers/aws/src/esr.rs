@@ -213,6 +213,9 @@ impl Provider for AwsSecretsManagerProvider {
             validate_referent_service_account_selector(store, sa.namespace.as_deref())
                 .map_err(|e| e.wrap("invalid Auth.JWT.ServiceAccountRef"))?;
         }
+        if spec.auth.secret_ref.is_none() && spec.auth.jwt.is_none() {
+            crate::auth::default_chain_allowed(&store_info(store)).map_err(to_provider_error)?;
+        }
         let (max, interval) = store.retry_settings();
         RetrySettings {
             max_retries: max,

@@ -726,15 +726,16 @@ async fn env_child() {
     };
     let (p, _) = provider(Default::default(), CostOptions::default());
     let kube = FakeKube::with_aws_keys("ns");
-    let spec = if std::env::var("ESR_CHILD_NO_AUTH").is_ok() {
-        serde_json::json!({"service": "SecretsManager", "region": "us-east-1"})
+    // The default chain is the controller's identity: only a ClusterSecretStore may use it.
+    let (spec, st) = if std::env::var("ESR_CHILD_NO_AUTH").is_ok() {
+        (
+            serde_json::json!({"service": "SecretsManager", "region": "us-east-1"}),
+            cluster_store("st"),
+        )
     } else {
-        spec_secret_ref("us-east-1")
+        (spec_secret_ref("us-east-1"), store("st", "ns"))
     };
-    let c = p
-        .client(&spec, None, &store("st", "ns"), Some("ns"), kube)
-        .await
-        .unwrap();
+    let c = p.client(&spec, None, &st, Some("ns"), kube).await.unwrap();
     let v = c.get_secret(&RemoteRef::key(name)).await.unwrap();
     println!("child-read:{}", String::from_utf8_lossy(&v));
 }

@@ -11,7 +11,7 @@ use azure_identity::{
 };
 use esr_api::providers::azurekv::{AzureAuthType, AzureKvProvider};
 use esr_provider::refs::{SecretKeyRef, resolve_namespace, resolve_secret_key_ref_string};
-use esr_provider::{ClientContext, KubeAccess, ProviderError, Result};
+use esr_provider::{ClientContext, KubeAccess, ProviderError, Result, StoreInfo};
 
 use crate::config::{AzureOptions, cloud_endpoints};
 
@@ -101,6 +101,27 @@ pub async fn credential_fingerprint(
     Some(crate::cache::key(&refs))
 }
 
+/// Managed identity, and workload identity without `serviceAccountRef` (the webhook-injected
+/// environment of the controller's pod), authenticate as the controller: only a
+/// ClusterSecretStore may use them (see [`esr_provider::identity`]).
+pub fn check_controller_identity(store: &StoreInfo, p: &AzureKvProvider) -> Result<()> {
+    match p.auth_type.unwrap_or_default() {
+        AzureAuthType::ManagedIdentity => esr_provider::identity::require_controller_identity(
+            store,
+            "azure managed identity (the identity of the controller's pod)",
+            "use authType ServicePrincipal, or WorkloadIdentity with serviceAccountRef",
+        ),
+        AzureAuthType::WorkloadIdentity if p.service_account_ref.is_none() => {
+            esr_provider::identity::require_controller_identity(
+                store,
+                "azure workload identity without serviceAccountRef (the controller's federated token)",
+                "set serviceAccountRef",
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Builds the credential for a store.
 pub async fn build_credential(
     ctx: &ClientContext<'_>,
@@ -108,6 +129,7 @@ pub async fn build_credential(
     opts: &AzureOptions,
     transport: Option<Transport>,
 ) -> Result<Arc<dyn TokenCredential>> {
+    check_controller_identity(ctx.store, p)?;
     let client_options = opts.client_options(transport, &authority_host(p)?);
     match p.auth_type.unwrap_or_default() {
         AzureAuthType::ServicePrincipal => {
@@ -264,7 +286,8 @@ async fn tokio_read(path: &str) -> std::io::Result<String> {
 /// ESO's workload identity resolution: client and tenant ids from `authSecretRef`,
 /// `spec.tenantId` and the ServiceAccount's annotations (conflicts are errors), the token via
 /// TokenRequest with audience `api://AzureADTokenExchange` (+ `serviceAccountRef.audiences`).
-/// Without `serviceAccountRef`, the webhook-injected env vars are used.
+/// Without `serviceAccountRef`, the webhook-injected env vars are used: the controller's own
+/// identity, which only a ClusterSecretStore may use (see [`esr_provider::identity`]).
 pub async fn workload_identity(
     ctx: &ClientContext<'_>,
     p: &AzureKvProvider,

@@ -132,8 +132,15 @@ impl AzureKvClient {
         let s = r
             .and_then(|r| r.into_model())
             .map_err(|e| map_error(e, "GetSecret", name))?;
+        // Only a 404 is "not found"; an answer without a value is malformed (a proxy, a
+        // misrouted request), and reading it as an empty secret would empty the target Secret.
+        let Some(value) = s.value else {
+            return Err(ProviderError::transient(format!(
+                "GetSecret {name}: the Key Vault answer has no value"
+            )));
+        };
         Ok(SecretData {
-            value: s.value.unwrap_or_default(),
+            value,
             tags: to_btree(s.tags),
             expires: s.attributes.and_then(|a| a.expires),
         })

@@ -134,6 +134,7 @@ pub fn validate_spec(store: &StoreInfo, p: &AzureKvProvider) -> Result<Vec<Strin
     if p.vault_url.is_empty() {
         return Err(ProviderError::invalid("vaultUrl is required"));
     }
+    crate::auth::check_controller_identity(store, p)?;
     Ok(vec![])
 }
 

@@ -97,6 +97,9 @@ pub struct State {
     pub page_size: usize,
     /// When true, every vault call answers 403 (the identity has no data-plane role).
     pub forbid_all: bool,
+    /// Fault mode: every vault call answers HTTP 200 with this raw body (a proxy or a
+    /// misrouted request answering garbage).
+    pub garbage_200: Option<String>,
     /// Request log: `METHOD path` (no query), vault and token calls.
     pub log: Vec<String>,
     /// Scopes requested at the token endpoint.
@@ -372,6 +375,9 @@ async fn handle(st: Arc<Mutex<State>>, addr: SocketAddr, req: Request<Body>) -> 
             "Forbidden",
             "Caller is not authorized to perform action on resource. Action: 'Microsoft.KeyVault/vaults/secrets/getSecret/action'",
         );
+    }
+    if let Some(body) = st.lock().unwrap().garbage_200.clone() {
+        return (StatusCode::OK, [("content-type", "application/json")], body).into_response();
     }
     let mut s = st.lock().unwrap();
     match (&method, segs.as_slice()) {

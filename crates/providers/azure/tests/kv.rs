@@ -835,3 +835,75 @@ async fn clients_are_reused_across_reconciles_until_the_credential_changes() {
     );
     assert_eq!(token_calls(), 3);
 }
+
+/// Only Key Vault's 404 is "not found": a 200 with an empty body, JSON without a value, or a
+/// foreign page is an error that keeps the target Secret.
+#[tokio::test]
+async fn garbage_200_answers_are_errors_not_not_found() {
+    let f = Fixture::new().await;
+    f.server.state().put_secret("db", "v", &[]);
+    let c = f.client().await;
+    assert_eq!(
+        text(c.get_secret(&SecretRef::new("db")).await.unwrap()),
+        "v"
+    );
+    let e = c.get_secret(&SecretRef::new("nope")).await.unwrap_err();
+    assert!(e.is_not_found(), "a 404 is not found: {e}");
+    for body in ["{}", "", r#"{"id": "x"}"#, "<html>proxy</html>"] {
+        f.server.state().garbage_200 = Some(body.to_string());
+        let e = c.get_secret(&SecretRef::new("db")).await.unwrap_err();
+        assert!(!e.is_not_found(), "200 {body:?} must not be NotFound: {e}");
+        let m = c.get_secret_map(&SecretRef::new("db")).await;
+        assert!(
+            m.as_ref().is_err_and(|e| !e.is_not_found()),
+            "200 {body:?}: {m:?}"
+        );
+    }
+}
+
+/// Managed identity and workload identity without `serviceAccountRef` are the controller's
+/// identity: refused on a SecretStore, allowed on a ClusterSecretStore.
+#[tokio::test]
+async fn namespaced_store_never_uses_the_controller_identity() {
+    let server = KvServer::start(TENANT, CLIENT_ID).await;
+    let p = provider(&server);
+    for spec in [
+        json!({"vaultUrl": server.url(), "authType": "ManagedIdentity"}),
+        json!({"vaultUrl": server.url(), "authType": "WorkloadIdentity", "tenantId": TENANT}),
+    ] {
+        let ss = StoreInfo::new(
+            StoreKind::SecretStore,
+            "azure",
+            Some("app".into()),
+            json!({"provider": {"azurekv": spec.clone()}}),
+        );
+        let e = p.validate_store(&ss).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+        assert!(e.to_string().contains("a SecretStore may not do"), "{e}");
+        let kube: Arc<dyn KubeAccess> = Arc::new(StaticKubeAccess::new());
+        let ctx = ClientContext::new(&ss, Some("app"), kube);
+        let e = p.new_client(&ctx).await.err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+        let css = StoreInfo::new(
+            StoreKind::ClusterSecretStore,
+            "azure",
+            None,
+            json!({"provider": {"azurekv": spec}}),
+        );
+        assert!(p.validate_store(&css).is_ok());
+    }
+    assert!(
+        server.state().log.is_empty(),
+        "nothing was sent: {:?}",
+        server.state().log
+    );
+    // with serviceAccountRef, workload identity uses the tenant's own ServiceAccount
+    let ss = StoreInfo::new(
+        StoreKind::SecretStore,
+        "azure",
+        Some("app".into()),
+        json!({"provider": {"azurekv": {"vaultUrl": server.url(), "authType": "WorkloadIdentity",
+               "serviceAccountRef": {"name": "sa"}}}}),
+    );
+    assert!(p.validate_store(&ss).is_ok());
+}

@@ -101,8 +101,22 @@ impl KubernetesClient {
             .map_err(|e| e.with_provider(METRIC_PROVIDER))
     }
 
+    /// GET a Secret. Only the API server's 404 is "not found"; an answer that is not the Secret
+    /// asked for (a 200 with `{}` or another object, from a proxy or a misrouted request) is an
+    /// error, so the controller keeps the target Secret instead of emptying it.
     async fn get(&self, namespace: &str, name: &str) -> Result<Option<Secret>> {
-        let r = self.kube()?.get_secret(namespace, name).await;
+        let r = self
+            .kube()?
+            .get_secret(namespace, name)
+            .await
+            .and_then(|s| match s {
+                Some(sec) if sec.metadata.name.as_deref() != Some(name) => {
+                    Err(ProviderError::transient(format!(
+                        "the API server's answer for secret {name:?} in namespace {namespace:?} is not that Secret"
+                    )))
+                }
+                other => Ok(other),
+            });
         self.observe(CALL_GET, r).map_err(|e| e.with_key(name))
     }
 

@@ -291,3 +291,45 @@ async fn repeated_clients_reuse_the_token_and_connection() {
         .count();
     assert_eq!(token_requests, 2);
 }
+
+/// A cluster stand-in answering every request with HTTP 200 and `body`.
+async fn garbage_server(body: &'static str) -> String {
+    use axum::response::IntoResponse;
+    let app = axum::Router::new().fallback(move || async move {
+        (
+            axum::http::StatusCode::OK,
+            [("content-type", "application/json")],
+            body,
+        )
+            .into_response()
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    format!("http://{addr}")
+}
+
+/// Not-found means not found: only the API server's 404 is "not found". A 200 with an empty
+/// body, `{}` or another object is an error (reading it as an empty Secret would empty the target
+/// Secret).
+#[tokio::test]
+async fn garbage_200_answers_are_errors_not_not_found() {
+    let (_server, access) = server().await;
+    for body in [
+        "",
+        "{}",
+        r#"{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "someone-else"}}"#,
+        "<html>proxy</html>",
+    ] {
+        let url = garbage_server(body).await;
+        let s = store(json!({"remoteNamespace": "remote", "server": {"url": url},
+                             "auth": {"token": {"bearerToken": {"name": "token", "key": "token"}}}}));
+        let c = client(&s, access.clone(), Arc::new(MemoryRecorder::new())).await;
+        let e = c.get_secret_map(&SecretRef::new("app")).await.unwrap_err();
+        assert!(!e.is_not_found(), "200 {body:?} must not be NotFound: {e}");
+        let e = c.get_secret(&SecretRef::new("app")).await.unwrap_err();
+        assert!(!e.is_not_found(), "200 {body:?}: {e}");
+    }
+}

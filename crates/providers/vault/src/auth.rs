@@ -351,6 +351,11 @@ impl Session {
             } else if let Some(s) = &k.secret_ref {
                 read_ref(&ctx, s, "token", "kubernetes.secretRef").await?
             } else {
+                esr_provider::identity::require_controller_identity(
+                    &owned.store,
+                    "vault kubernetes auth without serviceAccountRef or secretRef",
+                    "set auth.kubernetes.serviceAccountRef or auth.kubernetes.secretRef",
+                )?;
                 tokio::fs::read_to_string(IN_CLUSTER_TOKEN).await.map_err(|e| {
                     ProviderError::auth(format!(
                         "kubernetes auth without serviceAccountRef or secretRef needs the controller's token at {IN_CLUSTER_TOKEN}: {e}"

@@ -99,7 +99,13 @@ impl VaultClient {
         }
     }
 
-    /// ESO `readSecret`: the data map of `key` (KV v2: the inner `data`); NotFound when absent.
+    /// ESO `readSecret`: the data map of `key` (KV v2: the inner `data`).
+    ///
+    /// Only a well-formed "not found" is [`ProviderError::not_found`]: a 404 (without data), or
+    /// a KV v2 version whose `data` is null because it was deleted or destroyed (Vault answers
+    /// 404 with the version's metadata then). Any other shape, such as a 200 with an empty body
+    /// or JSON without `data` (a proxy, a misrouted request), is an error: the controller keeps
+    /// the target Secret instead of deleting or emptying it.
     pub(crate) async fn read_secret(
         &self,
         key: &str,
@@ -116,20 +122,33 @@ impl VaultClient {
         let Some(resp) = resp else {
             return Err(ProviderError::not_found());
         };
-        let Some(data) = resp.body.as_ref().and_then(|b| b.get("data")) else {
-            return Err(ProviderError::not_found());
+        let malformed = |what: &str| {
+            ProviderError::transient(format!(
+                "cannot read secret data from Vault: the answer (HTTP {}) {what}",
+                resp.status
+            ))
+        };
+        let Some(body) = resp.body.as_ref() else {
+            return Err(malformed("has an empty body"));
+        };
+        let Some(data) = body.get("data") else {
+            return Err(malformed("has no data field"));
         };
         let data = match self.version {
             VaultKvVersion::V1 => data,
             VaultKvVersion::V2 => match data.get("data") {
                 None => return Err(ProviderError::invalid("failed to find data field")),
-                Some(Value::Null) => return Err(ProviderError::not_found()),
+                Some(Value::Null) if resp.status == 404 || kv2_version_deleted(data) => {
+                    return Err(ProviderError::not_found());
+                }
+                Some(Value::Null) => return Err(malformed("has a null data field")),
                 Some(d) => d,
             },
         };
         match data {
             Value::Object(m) => Ok(m.clone()),
-            Value::Null => Err(ProviderError::not_found()),
+            Value::Null if resp.status == 404 => Err(ProviderError::not_found()),
+            Value::Null => Err(malformed("has a null data field")),
             _ => Err(ProviderError::invalid("failed to unmarshall JSON")),
         }
     }
@@ -238,6 +257,19 @@ impl VaultClient {
             .await
             .map(|_| ())
     }
+}
+
+/// Whether a KV v2 read answer's `metadata` says the version was deleted or destroyed.
+fn kv2_version_deleted(data: &Value) -> bool {
+    let Some(meta) = data.get("metadata") else {
+        return false;
+    };
+    let deleted = meta
+        .get("deletion_time")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty());
+    let destroyed = meta.get("destroyed").and_then(Value::as_bool) == Some(true);
+    deleted || destroyed
 }
 
 fn go_fmt_v(v: &Value) -> String {

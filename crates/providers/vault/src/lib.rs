@@ -359,6 +359,16 @@ impl Provider for VaultProvider {
                 "appRole: either roleId or roleRef must be set",
             ));
         }
+        if let Some(k) = &auth.kubernetes
+            && k.service_account_ref.is_none()
+            && k.secret_ref.is_none()
+        {
+            esr_provider::identity::require_controller_identity(
+                store,
+                "vault kubernetes auth without serviceAccountRef or secretRef",
+                "set auth.kubernetes.serviceAccountRef or auth.kubernetes.secretRef",
+            )?;
+        }
         if auth.iam.is_some() || auth.gcp.is_some() {
             warnings.push(
                 "vault auth methods iam and gcp are not supported by esr; the store will not become ready"
@@ -420,6 +430,17 @@ mod tests {
         assert!(p.validate_store(&no_server).is_err());
         let no_auth = st(StoreKind::SecretStore, json!({"server": "http://v"}));
         assert!(p.validate_store(&no_auth).is_ok());
+        // kubernetes auth without a reference would use the controller's own token
+        let ambient = json!({"server": "http://v", "auth": {"kubernetes": {"role": "r"}}});
+        let e = p
+            .validate_store(&st(StoreKind::SecretStore, ambient.clone()))
+            .unwrap_err();
+        assert_eq!(e.kind(), esr_provider::ErrorKind::Auth);
+        assert!(e.to_string().contains("serviceAccountRef"), "{e}");
+        assert!(
+            p.validate_store(&st(StoreKind::ClusterSecretStore, ambient))
+                .is_ok()
+        );
     }
 
     #[test]

@@ -437,3 +437,41 @@ async fn iam_is_unsupported_and_no_auth_sends_no_token() {
     assert_eq!(seen.len(), 1);
     assert!(seen[0].1.get("x-vault-token").is_none());
 }
+
+/// A namespaced SecretStore with kubernetes auth and neither `serviceAccountRef` nor `secretRef`
+/// would POST the controller's own ServiceAccount token to the tenant's Vault: it is refused
+/// before any request leaves. A ClusterSecretStore keeps the fallback (here it then fails on the
+/// missing in-cluster token file, which shows it was allowed to try).
+#[tokio::test]
+async fn namespaced_store_never_authenticates_as_the_controller() {
+    let (url, seen) = recorder().await;
+    let h = Harness::new();
+    let spec = json!({"server": url, "path": "secret",
+                      "auth": {"kubernetes": {"mountPath": "kubernetes", "role": "r"}}});
+    let st = store(spec.clone());
+    let e = match h.client(&st).await {
+        Ok(c) => c.get_secret(&SecretRef::new("a")).await.unwrap_err(),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), esr_provider::ErrorKind::Auth, "{e}");
+    assert!(e.to_string().contains("a SecretStore may not do"), "{e}");
+    assert!(
+        seen.0.lock().unwrap().is_empty(),
+        "no request may reach the tenant's Vault"
+    );
+
+    let mut cluster = store(spec);
+    cluster.kind = esr_provider::StoreKind::ClusterSecretStore;
+    cluster.namespace = None;
+    let e = match h.client(&cluster).await {
+        Ok(c) => c.get_secret(&SecretRef::new("a")).await.unwrap_err(),
+        Err(e) => e,
+    };
+    if std::path::Path::new(esr_provider_vault::auth::IN_CLUSTER_TOKEN).exists() {
+        return;
+    }
+    assert!(
+        e.to_string().contains("needs the controller's token"),
+        "a ClusterSecretStore may use the in-cluster token: {e}"
+    );
+}
