@@ -186,9 +186,22 @@ impl std::fmt::Debug for Env {
     }
 }
 
+/// Options of [`Env::start_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EnvOptions {
+    /// Start esr-testkit with RBAC enforced for ServiceAccount tokens (a real cluster always
+    /// enforces it). The harness's own client and kubeconfig stay cluster-admin.
+    pub rbac: bool,
+}
+
 impl Env {
     /// Start the environment and apply `crds/`.
     pub async fn start() -> Result<Env> {
+        Self::start_with(EnvOptions::default()).await
+    }
+
+    /// Start the environment with options and apply `crds/`.
+    pub async fn start_with(opts: EnvOptions) -> Result<Env> {
         let mut work = tempfile::tempdir().context("temp dir")?;
         // ESR_E2E_KEEP_WORK=1 keeps each test's work dir (esr logs, kubeconfig) for debugging.
         if std::env::var("ESR_E2E_KEEP_WORK").is_ok_and(|v| v == "1") {
@@ -209,7 +222,11 @@ impl Env {
                     (None, path, kube::Client::try_from(cfg)?)
                 }
                 None => {
-                    let server = TestServer::start().await?;
+                    let server = TestServer::start_with(esr_testkit::Options {
+                        rbac: opts.rbac,
+                        ..Default::default()
+                    })
+                    .await?;
                     let path = work.path().join("kubeconfig");
                     server.write_kubeconfig(&path)?;
                     let client = server.client();
@@ -256,6 +273,15 @@ impl Env {
     ///
     /// Returns the arguments and the metrics and probes addresses.
     pub fn esr_args(&self, args: &[&str]) -> Result<(Vec<String>, String, String)> {
+        self.esr_args_with_kubeconfig(&self.kubeconfig, args)
+    }
+
+    /// [`Env::esr_args`] with another kubeconfig (e.g. one of [`Env::kubeconfig_for_token`]).
+    pub fn esr_args_with_kubeconfig(
+        &self,
+        kubeconfig: &Path,
+        args: &[&str],
+    ) -> Result<(Vec<String>, String, String)> {
         let manifest = if uses_manifest_args() {
             manifest_args()?
         } else {
@@ -269,7 +295,7 @@ impl Env {
         let mut full: Vec<String> = vec![
             "controller".into(),
             "--kubeconfig".into(),
-            self.kubeconfig.to_string_lossy().to_string(),
+            kubeconfig.to_string_lossy().to_string(),
         ];
         let (mut have_metrics, mut have_live) = (false, false);
         for (origin, f) in &flags {
@@ -435,6 +461,57 @@ impl Env {
         p.metrics_addr = Some(metrics);
         p.probes_addr = Some(live);
         Ok(p)
+    }
+
+    /// [`Env::start_esr`] with another kubeconfig, e.g. one acting as a ServiceAccount
+    /// ([`Env::kubeconfig_for_token`]).
+    pub fn start_esr_with_kubeconfig(
+        &self,
+        kubeconfig: &Path,
+        args: &[&str],
+    ) -> Result<EsrProcess> {
+        let (full, metrics, live) = self.esr_args_with_kubeconfig(kubeconfig, args)?;
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let mut p = self.start_esr_raw(&refs)?;
+        p.metrics_addr = Some(metrics);
+        p.probes_addr = Some(live);
+        Ok(p)
+    }
+
+    /// A kubeconfig (in the work dir) for the environment's cluster whose user authenticates
+    /// with `token` only (e.g. a ServiceAccount token from TokenRequest).
+    pub fn kubeconfig_for_token(&self, token: &str) -> Result<PathBuf> {
+        let text = std::fs::read_to_string(&self.kubeconfig)
+            .with_context(|| format!("reading {}", self.kubeconfig.display()))?;
+        let mut kc: Value = serde_yaml_ng::from_str(&text)?;
+        let current = kc["current-context"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let user = kc["contexts"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == current.as_str()))
+            .and_then(|c| c["context"]["user"].as_str())
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: no user in context {current:?}",
+                    self.kubeconfig.display()
+                )
+            })?
+            .to_string();
+        let users = kc["users"]
+            .as_array_mut()
+            .ok_or_else(|| anyhow!("{}: no users", self.kubeconfig.display()))?;
+        users.retain(|u| u["name"] == user.as_str());
+        for u in users.iter_mut() {
+            u["user"] = json!({"token": token});
+        }
+        let path = self
+            .work
+            .path()
+            .join(format!("kubeconfig-{}", random_suffix()));
+        std::fs::write(&path, serde_yaml_ng::to_string(&kc)?)?;
+        Ok(path)
     }
 
     /// Start the esr binary with exactly these arguments (any subcommand), logging to a file.
