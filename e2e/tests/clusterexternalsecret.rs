@@ -7,7 +7,7 @@ mod es_support;
 use std::time::Duration;
 
 use es_support::*;
-use esr_e2e::{Env, wait_for};
+use esr_e2e::{CLUSTER_WIDE, Env, wait_for};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -23,8 +23,9 @@ fn ces_api(env: &Env) -> Api<DynamicObject> {
 }
 
 async fn apply_ces(env: &Env, spec: Value) {
-    let obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
+    let mut obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
         "metadata": {"name": "wild"}, "spec": spec});
+    env.scope_object(&mut obj);
     ces_api(env)
         .patch(
             "wild",
@@ -72,6 +73,7 @@ async fn create_ns(env: &Env, name: &str, labels: Value) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
+    env.track_namespace(name);
 }
 
 async fn ns_finalizers(env: &Env, name: &str) -> Vec<String> {
@@ -114,7 +116,7 @@ async fn setup(env: &Env) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selection_new_namespaces_stop_matching_and_deletion() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     setup(&env).await;
     let sfx = env.namespace("sfx").await.unwrap(); // unique suffix for this run
     let sfx = sfx.trim_start_matches("sfx-").to_string();
@@ -245,7 +247,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_external_secret_is_reported_and_kept() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     setup(&env).await;
     let a = env.namespace("confa").await.unwrap();
     let b = env.namespace("confb").await.unwrap();
@@ -286,7 +288,7 @@ async fn foreign_external_secret_is_reported_and_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_generator_password_in_every_namespace() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let gvk = GroupVersionKind::gvk(
         "generators.external-secrets.io",
         "v1alpha1",
@@ -410,6 +412,7 @@ async fn bench_fanout() {
 
     let extra = std::env::var("BENCH_ESR_ARGS").unwrap_or_default();
     let mut args: Vec<&str> = vec!["--loglevel", "warn"];
+    args.extend(CLUSTER_WIDE);
     args.extend(extra.split_whitespace());
     println!("esr controller args: {args:?}");
     let esr = env.start_esr(&args).unwrap();

@@ -8,7 +8,7 @@ mod es_support;
 use std::time::Duration;
 
 use es_support::*;
-use esr_e2e::{Env, wait_for};
+use esr_e2e::{CLUSTER_WIDE, Env, wait_for};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -36,8 +36,9 @@ fn ces_api(env: &Env) -> Api<DynamicObject> {
 }
 
 async fn apply_cps(env: &Env, spec: Value) {
-    let obj = json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "ClusterPushSecret",
+    let mut obj = json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "ClusterPushSecret",
         "metadata": {"name": CPS}, "spec": spec});
+    env.scope_object(&mut obj);
     cps_api(env)
         .patch(CPS, &PatchParams::apply("e2e").force(), &Patch::Apply(&obj))
         .await
@@ -117,6 +118,7 @@ async fn create_ns(env: &Env, name: &str, labels: Value) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
+    env.track_namespace(name);
 }
 
 async fn label_ns(env: &Env, name: &str, labels: Value) {
@@ -204,7 +206,7 @@ async fn wait_metrics(addr: &str, what: &str, ok: impl Fn(&str) -> bool) -> Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() {
     let env = Env::start().await.unwrap();
-    let esr = env.start_esr(&[]).unwrap();
+    let esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let maddr = esr.metrics_addr.clone().unwrap();
     let sfx = env.namespace("sfx").await.unwrap();
     let sfx = sfx.trim_start_matches("sfx-").to_string();
@@ -390,7 +392,7 @@ async fn wait_condition_ps(env: &Env, ns: &str, name: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_selector_is_errored_with_a_warning_event() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(),
@@ -484,7 +486,7 @@ async fn reconciler_flag_false_disables_cluster_push_secrets() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_external_secret_metrics_are_served_and_removed() {
     let env = Env::start().await.unwrap();
-    let esr = env.start_esr(&[]).unwrap();
+    let esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let maddr = esr.metrics_addr.clone().unwrap();
     apply(
         &env,

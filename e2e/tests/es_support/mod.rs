@@ -37,7 +37,10 @@ pub fn api(env: &Env, kind: &str, ns: &str) -> Api<DynamicObject> {
 }
 
 /// Server-side apply one object (kind from the object; namespace `ns` for namespaced kinds).
-pub async fn apply(env: &Env, ns: &str, obj: Value) {
+/// Stores get the Env's controller class and cluster-scoped objects are deleted with the Env
+/// ([`Env::scope_object`]).
+pub async fn apply(env: &Env, ns: &str, mut obj: Value) {
+    env.scope_object(&mut obj);
     let kind = obj["kind"].as_str().unwrap().to_string();
     let name = obj["metadata"]["name"].as_str().unwrap().to_string();
     api(env, &kind, ns)
