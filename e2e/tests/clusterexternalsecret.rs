@@ -124,7 +124,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
     let by_name = format!("named-{sfx}");
     let by_regex = format!("feature-{sfx}");
     let other = format!("other-{sfx}");
-    create_ns(&env, &by_label, json!({"ces": "yes"})).await;
+    create_ns(&env, &by_label, json!({"ces": env.id()})).await;
     create_ns(&env, &by_name, json!({})).await;
     create_ns(&env, &by_regex, json!({})).await;
     create_ns(&env, &other, json!({"ces": "no"})).await;
@@ -134,7 +134,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
         json!({
             "externalSecretSpec": es_spec(),
             "externalSecretMetadata": {"labels": {"team": "platform"}},
-            "namespaceSelectors": [{"matchLabels": {"ces": "yes"}}],
+            "namespaceSelectors": [{"matchLabels": {"ces": env.id()}}],
             "namespaces": [by_name],
             "namespaceRegexes": ["^feature-"],
             "refreshTime": "1h"
@@ -173,7 +173,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
 
     // A new matching namespace (by label, and by regex) gets its Secret without waiting for refreshTime.
     let late = format!("late-{sfx}");
-    create_ns(&env, &late, json!({"ces": "yes"})).await;
+    create_ns(&env, &late, json!({"ces": env.id()})).await;
     let late_rx = format!("feature-late-{sfx}");
     create_ns(&env, &late_rx, json!({})).await;
     wait_secret_data(&env, &late, "wild-secret", &[("cert", "CERT")]).await;
@@ -400,7 +400,7 @@ async fn bench_fanout() {
     futures::stream::iter(0..n_ns)
         .map(|i| {
             let env = &env;
-            async move { create_ns(env, &format!("fan-{i}"), json!({"fanout": "yes"})).await }
+            async move { create_ns(env, &format!("fan-{i}"), json!({"fanout": env.id()})).await }
         })
         .buffer_unordered(16)
         .collect::<Vec<_>>()
@@ -421,7 +421,7 @@ async fn bench_fanout() {
     let t = Instant::now();
     apply_ces(
         &env,
-        json!({"externalSecretSpec": es_spec(), "namespaceSelectors": [{"matchLabels": {"fanout": "yes"}}]}),
+        json!({"externalSecretSpec": es_spec(), "namespaceSelectors": [{"matchLabels": {"fanout": env.id()}}]}),
     )
     .await;
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::all(client.clone());
@@ -459,7 +459,7 @@ async fn bench_fanout() {
         let name = format!("late-{i}");
         let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &name);
         let t = Instant::now();
-        create_ns(&env, &name, json!({"fanout": "yes"})).await;
+        create_ns(&env, &name, json!({"fanout": env.id()})).await;
         loop {
             if api.get_opt("wild-secret").await.unwrap().is_some() {
                 break;

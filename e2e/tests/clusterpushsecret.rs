@@ -213,15 +213,15 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
     let a = format!("cps-a-{sfx}");
     let b = format!("cps-b-{sfx}");
     let other = format!("cps-other-{sfx}");
-    pushable_ns(&env, &a, json!({"push": "yes"})).await;
-    pushable_ns(&env, &b, json!({"push": "yes"})).await;
+    pushable_ns(&env, &a, json!({"push": env.id()})).await;
+    pushable_ns(&env, &b, json!({"push": env.id()})).await;
     pushable_ns(&env, &other, json!({"push": "no"})).await;
 
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(),
                "pushSecretMetadata": {"labels": {"team": "platform"}, "annotations": {"note": "cps"}},
-               "namespaceSelectors": [{"matchLabels": {"push": "yes"}}],
+               "namespaceSelectors": [{"matchLabels": {"push": env.id()}}],
                "refreshTime": "1h"}),
     )
     .await;
@@ -258,7 +258,7 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
 
     // A new matching namespace gets its PushSecret (and its push) without waiting for refreshTime.
     let late = format!("cps-late-{sfx}");
-    pushable_ns(&env, &late, json!({"push": "yes"})).await;
+    pushable_ns(&env, &late, json!({"push": env.id()})).await;
     wait_pushed(&env, &late).await;
     wait_status(&env, &[&a, &b, &late], &[]).await;
 
@@ -284,7 +284,7 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
         )
         .await
         .unwrap();
-    label_ns(&env, &foreign_ns, json!({"push": "yes"})).await;
+    label_ns(&env, &foreign_ns, json!({"push": env.id()})).await;
     let st = wait_status(&env, &[&b, &late], &[&foreign_ns]).await;
     assert_eq!(
         st["failedNamespaces"],
@@ -325,7 +325,7 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(), "pushSecretName": "renamed",
-               "namespaceSelectors": [{"matchLabels": {"push": "yes"}}]}),
+               "namespaceSelectors": [{"matchLabels": {"push": env.id()}}]}),
     )
     .await;
     let st = wait_status(&env, &[&b, &late], &[]).await;
@@ -451,11 +451,11 @@ async fn reconciler_flag_false_disables_cluster_push_secrets() {
     let sfx = env.namespace("sfx").await.unwrap();
     let sfx = sfx.trim_start_matches("sfx-").to_string();
     let a = format!("cps-off-{sfx}");
-    pushable_ns(&env, &a, json!({"push": "yes"})).await;
+    pushable_ns(&env, &a, json!({"push": env.id()})).await;
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(),
-               "namespaceSelectors": [{"matchLabels": {"push": "yes"}}]}),
+               "namespaceSelectors": [{"matchLabels": {"push": env.id()}}]}),
     )
     .await;
     // The controller is up: an ExternalSecret applied after the ClusterPushSecret syncs.
@@ -477,7 +477,7 @@ async fn reconciler_flag_false_disables_cluster_push_secrets() {
     .await;
     wait_secret_data(&env, &a, "probe", &[("k", "v")]).await;
     // A namespace event after startup would also have triggered the ClusterPushSecret.
-    label_ns(&env, &a, json!({"push": "yes", "touched": "1"})).await;
+    label_ns(&env, &a, json!({"push": env.id(), "touched": "1"})).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(get_ps(&env, &a, CPS).await.is_none());
     assert!(cps_status(&env).await.is_null());
