@@ -16,6 +16,16 @@
 //! Scenarios that need fault injection call [`Env::supports_faults`] (false on a real cluster)
 //! and skip themselves with a printed `skipped: <reason>` line.
 //!
+//! **Parallel scenarios on one cluster.** On a shared cluster every scenario's esr sees every
+//! namespace, so each Env confines its esr processes ([`Env::scope_args`]): a controller class of
+//! its own (`--controller-class=esr-e2e-<id>`, given to every store the scenario creates through
+//! [`Env::scope_object`]) and no class-less cluster-wide reconcilers (ClusterExternalSecret,
+//! ClusterPushSecret) unless the scenario asks for them with [`CLUSTER_WIDE`]. Scenarios that
+//! need them, or that create cluster-scoped objects with fixed names, run one at a time in the
+//! `e2e-cluster-scoped` test group of the `e2e-real` nextest profile (`make e2e-real`). On a
+//! shared cluster the Env deletes the namespaces and cluster-scoped objects it created when
+//! dropped, removing esr's finalizers first.
+//!
 //! **esr runs with the install's arguments.** [`Env::start_esr`] starts esr with the arguments of
 //! the esr container of the Deployment in `deploy/manifests/esr.yaml` (parsed once per process,
 //! see [`manifest_args`]); a scenario's own arguments override flags of the same name. Settings

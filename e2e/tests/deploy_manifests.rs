@@ -178,10 +178,11 @@ async fn kustomize_and_manifests_apply_and_esr_runs_with_their_args() {
     assert_eq!(args[0], "controller");
     assert_eq!(args[1..].to_vec(), esr_e2e::manifest_args().unwrap());
     // Like in the cluster, the Lease goes to esr-system (the harness would otherwise use a
-    // namespace of its own).
-    let esr = env
-        .start_esr(&["--leader-election-namespace=esr-system"])
-        .unwrap();
+    // namespace of its own), and every reconciler is on (the harness would otherwise turn off
+    // the class-less cluster-wide ones, see esr_e2e::Env::scope_args).
+    let mut own = vec!["--leader-election-namespace=esr-system"];
+    own.extend(CLUSTER_WIDE);
+    let esr = env.start_esr(&own).unwrap();
     for a in &args[1..] {
         if a.starts_with("--metrics-addr")
             || a.starts_with("--live-addr")

@@ -394,6 +394,19 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         ctx.forget_status(es);
         return Ok(Action::await_change());
     }
+    // A store of another controller class: that controller's ExternalSecret. Skip before the
+    // finalizer and any status write (the refresh decision below may write status).
+    if let Ok(true) = esr_provider::store::any_store_unmanaged(
+        &ctx.stores,
+        &ns,
+        &referenced_stores(es),
+        &ctx.config.controller_class,
+    )
+    .await
+    {
+        debug!(es = %name, "skipping: store of another controller class");
+        return Ok(Action::await_change());
+    }
     if !es.finalizers().iter().any(|f| f == plan::FINALIZER) {
         let mut f = es.finalizers().to_vec();
         f.push(plan::FINALIZER.to_string());
