@@ -4,7 +4,7 @@
 CARGO ?= cargo
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e fuzz \
+.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e e2e-real fuzz \
         bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout clean
 
 all: build
@@ -61,6 +61,20 @@ demo:
 
 e2e:
 	scripts/test-servers.sh $(CARGO) nextest run -p esr-e2e --no-fail-fast
+
+# The e2e suite against the cluster of ESR_E2E_KUBECONFIG (kind, k3d, any cluster you may
+# write to): applies crds/ server-side, then runs every scenario in parallel, each confined to
+# its own namespaces and controller class, each deleting what it created. Scenarios that need
+# fault injection or a fresh API server print `skipped:`.
+e2e-real:
+	@if [ -z "$$ESR_E2E_KUBECONFIG" ]; then \
+	  echo "make e2e-real: set ESR_E2E_KUBECONFIG to the kubeconfig of the cluster to test against" >&2; \
+	  echo "  (the usual KUBECONFIG is deliberately ignored), e.g. ESR_E2E_KUBECONFIG=\$$HOME/.kube/config make e2e-real" >&2; \
+	  exit 2; \
+	fi
+	kubectl --kubeconfig "$$ESR_E2E_KUBECONFIG" apply --server-side --force-conflicts -f crds/
+	kubectl --kubeconfig "$$ESR_E2E_KUBECONFIG" wait --for condition=Established --timeout=60s -f crds/
+	scripts/test-servers.sh $(CARGO) nextest run -p esr-e2e --profile e2e-real --no-fail-fast
 
 clean:
 	$(CARGO) clean

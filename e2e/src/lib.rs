@@ -16,6 +16,16 @@
 //! Scenarios that need fault injection call [`Env::supports_faults`] (false on a real cluster)
 //! and skip themselves with a printed `skipped: <reason>` line.
 //!
+//! **Parallel scenarios on one cluster.** On a shared cluster every scenario's esr sees every
+//! namespace, so each Env confines its esr processes ([`Env::scope_args`]): a controller class of
+//! its own (`--controller-class=esr-e2e-<id>`, given to every store the scenario creates through
+//! [`Env::scope_object`]) and no class-less cluster-wide reconcilers (ClusterExternalSecret,
+//! ClusterPushSecret) unless the scenario asks for them with [`CLUSTER_WIDE`]. Scenarios that
+//! need them, or that create cluster-scoped objects with fixed names, run one at a time in the
+//! `e2e-cluster-scoped` test group of the `e2e-real` nextest profile (`make e2e-real`). On a
+//! shared cluster the Env deletes the namespaces and cluster-scoped objects it created when
+//! dropped, removing esr's finalizers first.
+//!
 //! **esr runs with the install's arguments.** [`Env::start_esr`] starts esr with the arguments of
 //! the esr container of the Deployment in `deploy/manifests/esr.yaml` (parsed once per process,
 //! see [`manifest_args`]); a scenario's own arguments override flags of the same name. Settings
@@ -32,7 +42,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 
 pub use esr_testkit::{Audit, Faults, TestServer};
@@ -53,6 +66,8 @@ pub struct Env {
     namespaces: Mutex<Vec<String>>,
     work: tempfile::TempDir,
     lease_namespace: Option<String>,
+    id: String,
+    cluster_objects: Mutex<Vec<(ApiResource, String)>>,
 }
 
 /// Path of the manifests whose Deployment gives esr's arguments.
@@ -186,9 +201,22 @@ impl std::fmt::Debug for Env {
     }
 }
 
+/// Options of [`Env::start_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EnvOptions {
+    /// Start esr-testkit with RBAC enforced for ServiceAccount tokens (a real cluster always
+    /// enforces it). The harness's own client and kubeconfig stay cluster-admin.
+    pub rbac: bool,
+}
+
 impl Env {
     /// Start the environment and apply `crds/`.
     pub async fn start() -> Result<Env> {
+        Self::start_with(EnvOptions::default()).await
+    }
+
+    /// Start the environment with options and apply `crds/`.
+    pub async fn start_with(opts: EnvOptions) -> Result<Env> {
         let mut work = tempfile::tempdir().context("temp dir")?;
         // ESR_E2E_KEEP_WORK=1 keeps each test's work dir (esr logs, kubeconfig) for debugging.
         if std::env::var("ESR_E2E_KEEP_WORK").is_ok_and(|v| v == "1") {
@@ -209,7 +237,11 @@ impl Env {
                     (None, path, kube::Client::try_from(cfg)?)
                 }
                 None => {
-                    let server = TestServer::start().await?;
+                    let server = TestServer::start_with(esr_testkit::Options {
+                        rbac: opts.rbac,
+                        ..Default::default()
+                    })
+                    .await?;
                     let path = work.path().join("kubeconfig");
                     server.write_kubeconfig(&path)?;
                     let client = server.client();
@@ -223,6 +255,8 @@ impl Env {
             namespaces: Mutex::new(vec![]),
             work,
             lease_namespace: None,
+            id: random_suffix(),
+            cluster_objects: Mutex::new(vec![]),
         };
         env.apply_crds(&repo_root().join("crds")).await?;
         // The manifests enable leader election with the Lease in the release namespace
@@ -256,12 +290,21 @@ impl Env {
     ///
     /// Returns the arguments and the metrics and probes addresses.
     pub fn esr_args(&self, args: &[&str]) -> Result<(Vec<String>, String, String)> {
+        self.esr_args_with_kubeconfig(&self.kubeconfig, args)
+    }
+
+    /// [`Env::esr_args`] with another kubeconfig (e.g. one of [`Env::kubeconfig_for_token`]).
+    pub fn esr_args_with_kubeconfig(
+        &self,
+        kubeconfig: &Path,
+        args: &[&str],
+    ) -> Result<(Vec<String>, String, String)> {
         let manifest = if uses_manifest_args() {
             manifest_args()?
         } else {
             vec![]
         };
-        let flags = merge_flags(&manifest, args);
+        let flags = merge_flags(&manifest, &self.with_scope_args(args));
         let metrics = format!("127.0.0.1:{}", free_port()?);
         let live = format!("127.0.0.1:{}", free_port()?);
         let mut metrics_addr = metrics.clone();
@@ -269,7 +312,7 @@ impl Env {
         let mut full: Vec<String> = vec![
             "controller".into(),
             "--kubeconfig".into(),
-            self.kubeconfig.to_string_lossy().to_string(),
+            kubeconfig.to_string_lossy().to_string(),
         ];
         let (mut have_metrics, mut have_live) = (false, false);
         for (origin, f) in &flags {
@@ -303,6 +346,85 @@ impl Env {
             full.push(format!("--live-addr={live}"));
         }
         Ok((full, metrics_addr, live_addr))
+    }
+
+    /// The scenario's arguments preceded by the scope arguments ([`Env::scope_args`]) that the
+    /// scenario does not set itself.
+    fn with_scope_args(&self, args: &[&str]) -> Vec<String> {
+        let own = split_flags(args);
+        let mut out: Vec<String> = split_flags(&self.scope_args())
+            .into_iter()
+            .filter(|d| !own.iter().any(|f| f.name.is_some() && f.name == d.name))
+            .flat_map(|d| d.tokens)
+            .collect();
+        out.extend(args.iter().map(|a| a.to_string()));
+        out
+    }
+
+    /// The arguments that confine an esr process of this Env to the scenario's own objects on
+    /// a shared cluster (a scenario's own flag of the same name wins):
+    /// - `--controller-class=<class>` ([`Env::controller_class`]): the stores the scenario
+    ///   creates through [`Env::scope_object`] carry this class in `spec.controller`, so the esr
+    ///   processes of other scenarios skip them and their ExternalSecrets and PushSecrets;
+    /// - `--enable-cluster-external-secret-reconciler=false` and
+    ///   `--enable-cluster-push-secret-reconciler=false`: those reconcilers have no class and
+    ///   act on every ClusterExternalSecret / ClusterPushSecret of the cluster. Scenarios that
+    ///   need them pass [`CLUSTER_WIDE`]; they run serialized among themselves on a shared
+    ///   cluster (the `e2e-cluster-scoped` test group of the `e2e-real` nextest profile).
+    pub fn scope_args(&self) -> Vec<String> {
+        vec![
+            format!("--controller-class={}", self.controller_class()),
+            "--enable-cluster-external-secret-reconciler=false".into(),
+            "--enable-cluster-push-secret-reconciler=false".into(),
+        ]
+    }
+
+    /// The controller class of this Env's esr processes: `esr-e2e-<random>`, unique per Env.
+    pub fn controller_class(&self) -> String {
+        format!("esr-e2e-{}", self.id)
+    }
+
+    /// A random id unique to this Env (for cluster-scoped names on a shared cluster).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Prepare an object the scenario is about to create: a SecretStore or ClusterSecretStore
+    /// without `spec.controller` gets this Env's class ([`Env::controller_class`]). A
+    /// cluster-scoped object (by `kind`) is remembered and deleted with the Env
+    /// ([`Env::track_cluster_object`]).
+    pub fn scope_object(&self, obj: &mut Value) {
+        let kind = obj["kind"].as_str().unwrap_or_default().to_string();
+        if matches!(kind.as_str(), "SecretStore" | "ClusterSecretStore")
+            && obj["spec"].is_object()
+            && obj["spec"].get("controller").is_none()
+        {
+            obj["spec"]["controller"] = json!(self.controller_class());
+        }
+        if let Some(ar) = cluster_scoped_resource(&kind)
+            && let Some(name) = obj["metadata"]["name"].as_str()
+        {
+            self.track_cluster_object(ar, name);
+        }
+    }
+
+    /// Delete this cluster-scoped object with the Env (on a shared cluster; its finalizers
+    /// are removed first, since no esr is left running to remove them).
+    pub fn track_cluster_object(&self, ar: ApiResource, name: &str) {
+        if let Ok(mut g) = self.cluster_objects.lock()
+            && !g.iter().any(|(a, n)| a.kind == ar.kind && n == name)
+        {
+            g.push((ar, name.to_string()));
+        }
+    }
+
+    /// Delete this namespace (created by the scenario itself) with the Env.
+    pub fn track_namespace(&self, name: &str) {
+        if let Ok(mut g) = self.namespaces.lock()
+            && !g.iter().any(|n| n == name)
+        {
+            g.push(name.to_string());
+        }
     }
 
     /// A kube client for the environment.
@@ -410,20 +532,23 @@ impl Env {
         Ok(name)
     }
 
-    /// Delete the namespaces this Env created (also done on drop).
+    /// Delete the namespaces and cluster-scoped objects this Env created (also done on drop
+    /// on a shared cluster; esr-testkit goes away with the Env).
     pub async fn cleanup(&self) -> Result<()> {
-        let names: Vec<String> = match self.namespaces.lock() {
+        let (names, objects) = self.take_created();
+        delete_created(&self.client, names, objects).await
+    }
+
+    fn take_created(&self) -> (Vec<String>, Vec<(ApiResource, String)>) {
+        let names = match self.namespaces.lock() {
             Ok(mut g) => g.drain(..).collect(),
             Err(_) => vec![],
         };
-        let api: Api<Namespace> = Api::all(self.client.clone());
-        for n in names {
-            match api.delete(&n, &DeleteParams::background()).await {
-                Ok(_) | Err(kube::Error::Api(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        let objects = match self.cluster_objects.lock() {
+            Ok(mut g) => g.drain(..).collect(),
+            Err(_) => vec![],
+        };
+        (names, objects)
     }
 
     /// Start `esr controller` with the install's arguments (see [`Env::esr_args`]) overridden
@@ -435,6 +560,57 @@ impl Env {
         p.metrics_addr = Some(metrics);
         p.probes_addr = Some(live);
         Ok(p)
+    }
+
+    /// [`Env::start_esr`] with another kubeconfig, e.g. one acting as a ServiceAccount
+    /// ([`Env::kubeconfig_for_token`]).
+    pub fn start_esr_with_kubeconfig(
+        &self,
+        kubeconfig: &Path,
+        args: &[&str],
+    ) -> Result<EsrProcess> {
+        let (full, metrics, live) = self.esr_args_with_kubeconfig(kubeconfig, args)?;
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let mut p = self.start_esr_raw(&refs)?;
+        p.metrics_addr = Some(metrics);
+        p.probes_addr = Some(live);
+        Ok(p)
+    }
+
+    /// A kubeconfig (in the work dir) for the environment's cluster whose user authenticates
+    /// with `token` only (e.g. a ServiceAccount token from TokenRequest).
+    pub fn kubeconfig_for_token(&self, token: &str) -> Result<PathBuf> {
+        let text = std::fs::read_to_string(&self.kubeconfig)
+            .with_context(|| format!("reading {}", self.kubeconfig.display()))?;
+        let mut kc: Value = serde_yaml_ng::from_str(&text)?;
+        let current = kc["current-context"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let user = kc["contexts"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == current.as_str()))
+            .and_then(|c| c["context"]["user"].as_str())
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: no user in context {current:?}",
+                    self.kubeconfig.display()
+                )
+            })?
+            .to_string();
+        let users = kc["users"]
+            .as_array_mut()
+            .ok_or_else(|| anyhow!("{}: no users", self.kubeconfig.display()))?;
+        users.retain(|u| u["name"] == user.as_str());
+        for u in users.iter_mut() {
+            u["user"] = json!({"token": token});
+        }
+        let path = self
+            .work
+            .path()
+            .join(format!("kubeconfig-{}", random_suffix()));
+        std::fs::write(&path, serde_yaml_ng::to_string(&kc)?)?;
+        Ok(path)
     }
 
     /// Start the esr binary with exactly these arguments (any subcommand), logging to a file.
@@ -467,37 +643,157 @@ impl Env {
 
 impl Drop for Env {
     fn drop(&mut self) {
-        let pending = self
-            .namespaces
-            .lock()
-            .map(|g| !g.is_empty())
-            .unwrap_or(false);
-        // On testkit everything goes away with the server; on a real cluster delete the namespaces.
-        if pending && self.server.is_none() {
-            let client = self.client.clone();
-            let names: Vec<String> = self
-                .namespaces
-                .lock()
-                .map(|mut g| g.drain(..).collect())
-                .unwrap_or_default();
-            let _ = std::thread::spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(async move {
-                    let api: Api<Namespace> = Api::all(client);
-                    for n in names {
-                        let _ = api.delete(&n, &DeleteParams::background()).await;
-                    }
-                });
-            })
-            .join();
+        // On testkit everything goes away with the server; on a shared cluster delete what
+        // the scenario created.
+        if self.server.is_some() {
+            return;
         }
+        let (names, objects) = self.take_created();
+        if names.is_empty() && objects.is_empty() {
+            return;
+        }
+        let client = self.client.clone();
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            if let Err(e) = rt.block_on(delete_created(&client, names, objects)) {
+                eprintln!("e2e cleanup: {e:#}");
+            }
+        })
+        .join();
     }
 }
+
+/// The cluster-scoped kinds scenarios create, by kind.
+fn cluster_scoped_resource(kind: &str) -> Option<ApiResource> {
+    let (group, version, plural) = match kind {
+        "ClusterSecretStore" => ("external-secrets.io", "v1", "clustersecretstores"),
+        "ClusterExternalSecret" => ("external-secrets.io", "v1", "clusterexternalsecrets"),
+        "ClusterPushSecret" => ("external-secrets.io", "v1alpha1", "clusterpushsecrets"),
+        "ClusterGenerator" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "clustergenerators",
+        ),
+        "ClusterRole" => ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+        "ClusterRoleBinding" => ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+        _ => return None,
+    };
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    Some(ApiResource::from_gvk_with_plural(&gvk, plural))
+}
+
+/// The namespaced esr kinds that carry finalizers.
+fn finalized_resources() -> Vec<ApiResource> {
+    [
+        ("ExternalSecret", "v1", "externalsecrets"),
+        ("SecretStore", "v1", "secretstores"),
+        ("PushSecret", "v1alpha1", "pushsecrets"),
+    ]
+    .into_iter()
+    .map(|(kind, version, plural)| {
+        let gvk = GroupVersionKind::gvk("external-secrets.io", version, kind);
+        ApiResource::from_gvk_with_plural(&gvk, plural)
+    })
+    .collect()
+}
+
+/// Merge-patch `metadata.finalizers` away (a missing object is fine).
+async fn drop_finalizers(api: &Api<DynamicObject>, name: &str) -> Result<()> {
+    let patch = json!({"metadata": {"finalizers": null}});
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(anyhow!(e).context(format!("removing the finalizers of {name}"))),
+    }
+}
+
+/// Delete cluster-scoped objects and namespaces a scenario created on a shared cluster. The
+/// scenario's esr is gone by now, so the finalizers esr adds (ExternalSecret, PushSecret,
+/// store, and the per-ClusterExternalSecret namespace finalizer) are removed first; otherwise
+/// the objects and their namespaces would stay terminating forever.
+async fn delete_created(
+    client: &kube::Client,
+    namespaces: Vec<String>,
+    objects: Vec<(ApiResource, String)>,
+) -> Result<()> {
+    let mut first_error: Option<anyhow::Error> = None;
+    let mut note = |r: Result<()>| {
+        if let Err(e) = r
+            && first_error.is_none()
+        {
+            first_error = Some(e);
+        }
+    };
+    for (ar, name) in &objects {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
+        note(drop_finalizers(&api, name).await);
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => note(Err(
+                anyhow!(e).context(format!("deleting {} {name}", ar.kind))
+            )),
+        }
+    }
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    for ns in &namespaces {
+        for ar in finalized_resources() {
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+            let Ok(list) = api.list(&ListParams::default()).await else {
+                continue;
+            };
+            for o in list.items {
+                if o.metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| !f.is_empty())
+                    && let Some(name) = o.metadata.name.as_deref()
+                {
+                    note(drop_finalizers(&api, name).await);
+                }
+            }
+        }
+        if let Ok(Some(n)) = ns_api.get_opt(ns).await
+            && n.metadata
+                .finalizers
+                .as_ref()
+                .is_some_and(|f| !f.is_empty())
+        {
+            let patch = json!({"metadata": {"finalizers": null}});
+            if let Err(e) = ns_api
+                .patch(ns, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                note(Err(anyhow!(e).context(format!("namespace {ns} finalizers"))));
+            }
+        }
+        match ns_api.delete(ns, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => note(Err(anyhow!(e).context(format!("deleting namespace {ns}")))),
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Arguments for scenarios that need esr's cluster-wide reconcilers without a controller
+/// class (ClusterExternalSecret, ClusterPushSecret): they override the defaults of
+/// [`Env::scope_args`]. Such scenarios belong to the `e2e-cluster-scoped` nextest test group.
+pub const CLUSTER_WIDE: &[&str] = &[
+    "--enable-cluster-external-secret-reconciler=true",
+    "--enable-cluster-push-secret-reconciler=true",
+];
 
 /// A running `esr` process; killed on drop.
 #[derive(Debug)]

@@ -14,7 +14,7 @@
 mod es_support;
 
 use es_support::*;
-use esr_e2e::{Env, repo_root, str_at, wait_for};
+use esr_e2e::{CLUSTER_WIDE, Env, repo_root, str_at, wait_for};
 use serde_json::{Value, json};
 
 fn store() -> Value {
@@ -111,7 +111,7 @@ async fn externalsecret_states_for_argocd_health() {
     );
     record("progressing-no-status", fresh);
 
-    let mut esr = env.start_esr(&[]).unwrap();
+    let mut esr = env.start_esr(CLUSTER_WIDE).unwrap();
     wait_condition(
         &env,
         "ClusterSecretStore",
@@ -158,7 +158,7 @@ async fn externalsecret_states_for_argocd_health() {
     record("progressing-controller-down", down);
 
     // The controller comes back and syncs generation 2: healthy again.
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let resynced = wait_for("generation 2 synced", TIMEOUT, || async {
         let o = get(&env, "ExternalSecret", &ns, "app").await?;
         str_at(&o, "/status/syncedResourceVersion")
@@ -188,7 +188,7 @@ async fn pushsecret_states_for_argocd_health() {
     let ns = env.namespace("argocdps").await.unwrap();
     apply(&env, &ns, fake_ss("fake", json!([]))).await;
     apply(&env, &ns, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "src"}, "stringData": {"k": "v"}})).await;
-    let mut esr = env.start_esr(&[]).unwrap();
+    let mut esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let ps = json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "PushSecret", "metadata": {"name": "push"},
         "spec": {"refreshInterval": "1h", "secretStoreRefs": [{"name": "fake", "kind": "SecretStore"}],
             "selector": {"secret": {"name": "src"}},
@@ -242,13 +242,14 @@ async fn get_ces(env: &Env, name: &str) -> Option<Value> {
 }
 
 async fn apply_ces(env: &Env, name: &str, es_name: &str, namespaces: &[&str]) {
-    let obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
+    let mut obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
         "metadata": {"name": name},
         "spec": {"namespaces": namespaces, "refreshTime": "1m", "externalSecretName": es_name,
             "externalSecretSpec": {"refreshInterval": "1h",
                 "secretStoreRef": {"kind": "ClusterSecretStore", "name": "argocd-fake"},
                 "target": {"name": es_name},
                 "data": [{"secretKey": "foo", "remoteRef": {"key": "/app/foo"}}]}}});
+    env.scope_object(&mut obj);
     ces_api(env)
         .patch(
             name,
@@ -323,7 +324,7 @@ async fn clusterexternalsecret_states_for_argocd_health() {
     assert!(ready(&fresh).0.is_empty(), "{fresh}");
     record_ces("progressing-controller-down", fresh, &names);
 
-    let mut esr = env.start_esr(&[]).unwrap();
+    let mut esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let healthy = wait_for("ClusterExternalSecret ready", TIMEOUT, || async {
         let o = get_ces(&env, &healthy_name).await?;
         (ready(&o).0 == "True").then_some(o)

@@ -7,7 +7,7 @@ mod es_support;
 use std::time::Duration;
 
 use es_support::*;
-use esr_e2e::{Env, wait_for};
+use esr_e2e::{CLUSTER_WIDE, Env, wait_for};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -23,8 +23,9 @@ fn ces_api(env: &Env) -> Api<DynamicObject> {
 }
 
 async fn apply_ces(env: &Env, spec: Value) {
-    let obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
+    let mut obj = json!({"apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
         "metadata": {"name": "wild"}, "spec": spec});
+    env.scope_object(&mut obj);
     ces_api(env)
         .patch(
             "wild",
@@ -72,6 +73,7 @@ async fn create_ns(env: &Env, name: &str, labels: Value) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
+    env.track_namespace(name);
 }
 
 async fn ns_finalizers(env: &Env, name: &str) -> Vec<String> {
@@ -114,7 +116,7 @@ async fn setup(env: &Env) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selection_new_namespaces_stop_matching_and_deletion() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     setup(&env).await;
     let sfx = env.namespace("sfx").await.unwrap(); // unique suffix for this run
     let sfx = sfx.trim_start_matches("sfx-").to_string();
@@ -122,7 +124,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
     let by_name = format!("named-{sfx}");
     let by_regex = format!("feature-{sfx}");
     let other = format!("other-{sfx}");
-    create_ns(&env, &by_label, json!({"ces": "yes"})).await;
+    create_ns(&env, &by_label, json!({"ces": env.id()})).await;
     create_ns(&env, &by_name, json!({})).await;
     create_ns(&env, &by_regex, json!({})).await;
     create_ns(&env, &other, json!({"ces": "no"})).await;
@@ -132,7 +134,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
         json!({
             "externalSecretSpec": es_spec(),
             "externalSecretMetadata": {"labels": {"team": "platform"}},
-            "namespaceSelectors": [{"matchLabels": {"ces": "yes"}}],
+            "namespaceSelectors": [{"matchLabels": {"ces": env.id()}}],
             "namespaces": [by_name],
             "namespaceRegexes": ["^feature-"],
             "refreshTime": "1h"
@@ -171,7 +173,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
 
     // A new matching namespace (by label, and by regex) gets its Secret without waiting for refreshTime.
     let late = format!("late-{sfx}");
-    create_ns(&env, &late, json!({"ces": "yes"})).await;
+    create_ns(&env, &late, json!({"ces": env.id()})).await;
     let late_rx = format!("feature-late-{sfx}");
     create_ns(&env, &late_rx, json!({})).await;
     wait_secret_data(&env, &late, "wild-secret", &[("cert", "CERT")]).await;
@@ -245,7 +247,7 @@ async fn selection_new_namespaces_stop_matching_and_deletion() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_external_secret_is_reported_and_kept() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     setup(&env).await;
     let a = env.namespace("confa").await.unwrap();
     let b = env.namespace("confb").await.unwrap();
@@ -286,7 +288,7 @@ async fn foreign_external_secret_is_reported_and_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_generator_password_in_every_namespace() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let gvk = GroupVersionKind::gvk(
         "generators.external-secrets.io",
         "v1alpha1",
@@ -398,7 +400,7 @@ async fn bench_fanout() {
     futures::stream::iter(0..n_ns)
         .map(|i| {
             let env = &env;
-            async move { create_ns(env, &format!("fan-{i}"), json!({"fanout": "yes"})).await }
+            async move { create_ns(env, &format!("fan-{i}"), json!({"fanout": env.id()})).await }
         })
         .buffer_unordered(16)
         .collect::<Vec<_>>()
@@ -410,6 +412,7 @@ async fn bench_fanout() {
 
     let extra = std::env::var("BENCH_ESR_ARGS").unwrap_or_default();
     let mut args: Vec<&str> = vec!["--loglevel", "warn"];
+    args.extend(CLUSTER_WIDE);
     args.extend(extra.split_whitespace());
     println!("esr controller args: {args:?}");
     let esr = env.start_esr(&args).unwrap();
@@ -418,7 +421,7 @@ async fn bench_fanout() {
     let t = Instant::now();
     apply_ces(
         &env,
-        json!({"externalSecretSpec": es_spec(), "namespaceSelectors": [{"matchLabels": {"fanout": "yes"}}]}),
+        json!({"externalSecretSpec": es_spec(), "namespaceSelectors": [{"matchLabels": {"fanout": env.id()}}]}),
     )
     .await;
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::all(client.clone());
@@ -456,7 +459,7 @@ async fn bench_fanout() {
         let name = format!("late-{i}");
         let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &name);
         let t = Instant::now();
-        create_ns(&env, &name, json!({"fanout": "yes"})).await;
+        create_ns(&env, &name, json!({"fanout": env.id()})).await;
         loop {
             if api.get_opt("wild-secret").await.unwrap().is_some() {
                 break;

@@ -8,7 +8,7 @@ mod es_support;
 use std::time::Duration;
 
 use es_support::*;
-use esr_e2e::{Env, wait_for};
+use esr_e2e::{CLUSTER_WIDE, Env, wait_for};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -36,8 +36,9 @@ fn ces_api(env: &Env) -> Api<DynamicObject> {
 }
 
 async fn apply_cps(env: &Env, spec: Value) {
-    let obj = json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "ClusterPushSecret",
+    let mut obj = json!({"apiVersion": "external-secrets.io/v1alpha1", "kind": "ClusterPushSecret",
         "metadata": {"name": CPS}, "spec": spec});
+    env.scope_object(&mut obj);
     cps_api(env)
         .patch(CPS, &PatchParams::apply("e2e").force(), &Patch::Apply(&obj))
         .await
@@ -117,6 +118,7 @@ async fn create_ns(env: &Env, name: &str, labels: Value) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
+    env.track_namespace(name);
 }
 
 async fn label_ns(env: &Env, name: &str, labels: Value) {
@@ -204,22 +206,22 @@ async fn wait_metrics(addr: &str, what: &str, ok: impl Fn(&str) -> bool) -> Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() {
     let env = Env::start().await.unwrap();
-    let esr = env.start_esr(&[]).unwrap();
+    let esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let maddr = esr.metrics_addr.clone().unwrap();
     let sfx = env.namespace("sfx").await.unwrap();
     let sfx = sfx.trim_start_matches("sfx-").to_string();
     let a = format!("cps-a-{sfx}");
     let b = format!("cps-b-{sfx}");
     let other = format!("cps-other-{sfx}");
-    pushable_ns(&env, &a, json!({"push": "yes"})).await;
-    pushable_ns(&env, &b, json!({"push": "yes"})).await;
+    pushable_ns(&env, &a, json!({"push": env.id()})).await;
+    pushable_ns(&env, &b, json!({"push": env.id()})).await;
     pushable_ns(&env, &other, json!({"push": "no"})).await;
 
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(),
                "pushSecretMetadata": {"labels": {"team": "platform"}, "annotations": {"note": "cps"}},
-               "namespaceSelectors": [{"matchLabels": {"push": "yes"}}],
+               "namespaceSelectors": [{"matchLabels": {"push": env.id()}}],
                "refreshTime": "1h"}),
     )
     .await;
@@ -256,7 +258,7 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
 
     // A new matching namespace gets its PushSecret (and its push) without waiting for refreshTime.
     let late = format!("cps-late-{sfx}");
-    pushable_ns(&env, &late, json!({"push": "yes"})).await;
+    pushable_ns(&env, &late, json!({"push": env.id()})).await;
     wait_pushed(&env, &late).await;
     wait_status(&env, &[&a, &b, &late], &[]).await;
 
@@ -282,7 +284,7 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
         )
         .await
         .unwrap();
-    label_ns(&env, &foreign_ns, json!({"push": "yes"})).await;
+    label_ns(&env, &foreign_ns, json!({"push": env.id()})).await;
     let st = wait_status(&env, &[&b, &late], &[&foreign_ns]).await;
     assert_eq!(
         st["failedNamespaces"],
@@ -323,7 +325,7 @@ async fn fan_out_push_new_namespace_stop_matching_foreign_rename_and_deletion() 
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(), "pushSecretName": "renamed",
-               "namespaceSelectors": [{"matchLabels": {"push": "yes"}}]}),
+               "namespaceSelectors": [{"matchLabels": {"push": env.id()}}]}),
     )
     .await;
     let st = wait_status(&env, &[&b, &late], &[]).await;
@@ -390,7 +392,7 @@ async fn wait_condition_ps(env: &Env, ns: &str, name: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_selector_is_errored_with_a_warning_event() {
     let env = Env::start().await.unwrap();
-    let _esr = env.start_esr(&[]).unwrap();
+    let _esr = env.start_esr(CLUSTER_WIDE).unwrap();
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(),
@@ -449,11 +451,11 @@ async fn reconciler_flag_false_disables_cluster_push_secrets() {
     let sfx = env.namespace("sfx").await.unwrap();
     let sfx = sfx.trim_start_matches("sfx-").to_string();
     let a = format!("cps-off-{sfx}");
-    pushable_ns(&env, &a, json!({"push": "yes"})).await;
+    pushable_ns(&env, &a, json!({"push": env.id()})).await;
     apply_cps(
         &env,
         json!({"pushSecretSpec": push_spec(),
-               "namespaceSelectors": [{"matchLabels": {"push": "yes"}}]}),
+               "namespaceSelectors": [{"matchLabels": {"push": env.id()}}]}),
     )
     .await;
     // The controller is up: an ExternalSecret applied after the ClusterPushSecret syncs.
@@ -475,7 +477,7 @@ async fn reconciler_flag_false_disables_cluster_push_secrets() {
     .await;
     wait_secret_data(&env, &a, "probe", &[("k", "v")]).await;
     // A namespace event after startup would also have triggered the ClusterPushSecret.
-    label_ns(&env, &a, json!({"push": "yes", "touched": "1"})).await;
+    label_ns(&env, &a, json!({"push": env.id(), "touched": "1"})).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(get_ps(&env, &a, CPS).await.is_none());
     assert!(cps_status(&env).await.is_null());
@@ -484,7 +486,7 @@ async fn reconciler_flag_false_disables_cluster_push_secrets() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_external_secret_metrics_are_served_and_removed() {
     let env = Env::start().await.unwrap();
-    let esr = env.start_esr(&[]).unwrap();
+    let esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let maddr = esr.metrics_addr.clone().unwrap();
     apply(
         &env,

@@ -77,6 +77,9 @@ fn resource(kind: &str) -> (ApiResource, bool) {
 }
 
 async fn apply(env: &Env, obj: &Value) {
+    let mut obj = obj.clone();
+    env.scope_object(&mut obj);
+    let obj = &obj;
     let kind = obj["kind"].as_str().unwrap();
     let name = obj["metadata"]["name"].as_str().unwrap();
     let (ar, namespaced) = resource(kind);

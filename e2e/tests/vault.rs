@@ -431,8 +431,9 @@ async fn stopped_server_keeps_the_previous_secret() {
 }
 
 /// Applies a `generators.external-secrets.io/v1alpha1` object (namespaced unless ClusterGenerator).
-async fn apply_generator(env: &Env, ns: &str, obj: Value) {
+async fn apply_generator(env: &Env, ns: &str, mut obj: Value) {
     use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+    env.scope_object(&mut obj);
     let kind = obj["kind"].as_str().unwrap().to_string();
     let name = obj["metadata"]["name"].as_str().unwrap().to_string();
     let gvk = GroupVersionKind::gvk("generators.external-secrets.io", "v1alpha1", &kind);

@@ -410,6 +410,19 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         ctx.forget_status(es);
         return Ok(Action::await_change());
     }
+    // A store of another controller class: that controller's ExternalSecret. Skip before the
+    // finalizer and any status write (the refresh decision below may write status).
+    if let Ok(true) = esr_provider::store::any_store_unmanaged(
+        &ctx.stores,
+        &ns,
+        &referenced_stores(es),
+        &ctx.config.controller_class,
+    )
+    .await
+    {
+        debug!(es = %name, "skipping: store of another controller class");
+        return Ok(Action::await_change());
+    }
     if !es.finalizers().iter().any(|f| f == plan::FINALIZER) {
         let mut f = es.finalizers().to_vec();
         f.push(plan::FINALIZER.to_string());
@@ -805,7 +818,7 @@ impl Runtime {
         let r3 = es_reader.clone();
         let shutdown_all = futures::future::FutureExt::shared(shutdown);
         let s1 = shutdown_all.clone();
-        let es_controller = Controller::for_stream(es_stream, es_reader)
+        let mut es_controller = Controller::for_stream(es_stream, es_reader)
             .with_config(
                 kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
             )
@@ -816,10 +829,15 @@ impl Runtime {
             .watches_stream(ss_stream, move |s: SecretStore| {
                 let ns = s.namespace();
                 es_for_store(&r2, StoreKind::SecretStore, ns.as_deref(), &s.name_any())
-            })
-            .watches_stream(css_stream, move |s: ClusterSecretStore| {
-                es_for_store(&r3, StoreKind::ClusterSecretStore, None, &s.name_any())
-            })
+            });
+        // ClusterSecretStores are watched (cluster-wide) only when their reconciler runs.
+        if ctx.config.cluster_stores {
+            es_controller =
+                es_controller.watches_stream(css_stream, move |s: ClusterSecretStore| {
+                    es_for_store(&r3, StoreKind::ClusterSecretStore, None, &s.name_any())
+                });
+        }
+        let es_controller = es_controller
             .graceful_shutdown_on(s1)
             .run(reconcile_es, es_error_policy, ctx.clone())
             .for_each(|res| async move {

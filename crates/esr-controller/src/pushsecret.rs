@@ -781,6 +781,19 @@ async fn reconcile_inner(
     let name = ps.name_any();
     let ns = ps.namespace().unwrap_or_default();
     let api: Api<PushSecret> = Api::namespaced(pctx.ctx.client.clone(), &ns);
+    // Every store this PushSecret names belongs to another controller class: it is that
+    // controller's PushSecret, so touch nothing (no finalizer, no remote deletion, no status).
+    if let Ok(candidates) = resolve_stores(&pctx.ctx.client, &ps.spec, &ns).await
+        && !candidates.is_empty()
+        && candidates.iter().all(|c| {
+            c.controller
+                .as_deref()
+                .is_some_and(|k| !k.is_empty() && k != pctx.ctx.config.controller_class)
+        })
+    {
+        debug!(ps = %name, namespace = %ns, "skipping: stores of another controller class");
+        return Ok(Action::await_change());
+    }
     let delete_policy = ps.spec.deletion_policy == Some(PushSecretDeletionPolicy::Delete);
     let has_fin = ps.finalizers().iter().any(|f| f == FINALIZER_PUSHSECRET);
     let old = synced_of(ps);

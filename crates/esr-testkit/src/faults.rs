@@ -156,6 +156,9 @@ pub struct AuditEntry {
     pub code: u16,
     /// The client's User-Agent.
     pub user_agent: String,
+    /// The authenticated user (only with RBAC on; "" otherwise).
+    #[serde(default)]
+    pub user: String,
 }
 
 /// The audit log (bounded).

@@ -40,6 +40,8 @@ pub struct App {
     pub bookmark_interval: Duration,
     /// Number of open watch streams.
     pub active_watches: Arc<std::sync::atomic::AtomicUsize>,
+    /// Authenticate and authorize requests with RBAC (see [`crate::authz`]).
+    pub rbac: bool,
 }
 
 struct WatchGuard(Arc<std::sync::atomic::AtomicUsize>);
@@ -127,6 +129,10 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Resp {
         Err(e) => return err_resp(&ApiError::bad_request(format!("reading body: {e}"))),
     };
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let user = match authorize(&app, &method, &s, &q, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
     match s.as_slice() {
         ["version"] => return json_resp(200, &version_info(), &[]),
         ["healthz"] | ["readyz"] | ["livez"] => return text_resp(200, "ok"),
@@ -268,8 +274,55 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Resp {
         name: t.name.clone(),
         code: resp.status().as_u16(),
         user_agent: ua,
+        user,
     });
     resp
+}
+
+/// With RBAC on, the authenticated user's name, or the 401/403 answer (recorded in the audit
+/// log). `/testkit` admin endpoints are never authorized.
+fn authorize(
+    app: &App,
+    method: &Method,
+    segs: &[&str],
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<String, Resp> {
+    if !app.rbac || segs.first() == Some(&"testkit") {
+        return Ok(String::new());
+    }
+    let a = crate::authz::attributes(method, segs, q);
+    let res = crate::authz::authenticate(headers, &app.tokens, &app.store)
+        .map_err(|d| (d, String::new()))
+        .and_then(|u| {
+            crate::authz::authorize(&app.store, &u, &a)
+                .map(|()| u.name.clone())
+                .map_err(|d| (d, u.name))
+        });
+    res.map_err(|(denied, user)| {
+        let e = denied.error();
+        app.audit.record(AuditEntry {
+            verb: a.verb,
+            group: a.group,
+            version: a.version,
+            resource: if a.resource_request {
+                a.resource
+            } else {
+                a.path
+            },
+            subresource: a.subresource,
+            namespace: a.namespace,
+            name: a.name,
+            code: e.code,
+            user_agent: headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string(),
+            user,
+        });
+        err_resp(&e)
+    })
 }
 
 fn version_info() -> Value {
@@ -506,7 +559,7 @@ async fn serve(
             return Err(ApiError::method_not_allowed(method.as_str(), &t.plural));
         }
         if rt.plural != "tokenreviews" {
-            return access_review(&rt, body, headers);
+            return access_review(app, &rt, body, headers);
         }
         return token_review(app, body, headers);
     }
@@ -841,14 +894,48 @@ fn token_request(
     ))
 }
 
-/// Access reviews are answered like an AlwaysAllow authorizer does: everything is allowed.
-fn access_review(rt: &ResourceType, body: &[u8], headers: &HeaderMap) -> ApiResult<Resp> {
+/// Access reviews are answered by RBAC when it is on ([`crate::authz`]), otherwise like an
+/// AlwaysAllow authorizer does: everything is allowed.
+fn access_review(
+    app: &App,
+    rt: &ResourceType,
+    body: &[u8],
+    headers: &HeaderMap,
+) -> ApiResult<Resp> {
     let req = parse_body(headers, body)?;
     let mut spec = req["spec"].clone();
     if !spec.is_object() {
         spec = json!({});
     }
-    let status = if rt.plural == "selfsubjectrulesreviews" {
+    let status = if app.rbac {
+        let user = if rt.plural.starts_with("self") {
+            crate::authz::authenticate(headers, &app.tokens, &app.store).map_err(|d| d.error())?
+        } else {
+            crate::authz::User {
+                name: spec["user"].as_str().unwrap_or_default().to_string(),
+                groups: spec["groups"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|g| g.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        };
+        if rt.plural == "selfsubjectrulesreviews" {
+            let ns = spec["namespace"].as_str().unwrap_or_default();
+            let (res, non_res, err) = crate::authz::rules_review(&app.store, &user, ns);
+            let mut st = json!({"resourceRules": res, "nonResourceRules": non_res, "incomplete": !err.is_empty()});
+            if !err.is_empty() {
+                st["evaluationError"] = json!(err);
+            }
+            st
+        } else {
+            let a = crate::authz::review_attributes(&spec);
+            json!({"allowed": crate::authz::allowed(&app.store, &user, &a)})
+        }
+    } else if rt.plural == "selfsubjectrulesreviews" {
         json!({
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],

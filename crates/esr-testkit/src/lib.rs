@@ -1,7 +1,8 @@
 //! esr-testkit: a local Kubernetes API server for esr's tests and demo. Never production.
 //!
-//! It serves plain HTTP on 127.0.0.1 without authentication (bearer tokens are accepted and
-//! ignored) and behaves like a real kube-apiserver for what an operator and kubectl use:
+//! It serves plain HTTP on 127.0.0.1, by default without authentication (bearer tokens are
+//! accepted and ignored; [`Options::rbac`] enforces RBAC for ServiceAccount tokens, see [`authz`])
+//! and behaves like a real kube-apiserver for what an operator and kubectl use:
 //! discovery, built-in kinds, CRDs, list/watch, create/update/patch (merge, JSON, strategic,
 //! server-side apply), delete with finalizers and garbage collection, namespaces, the status
 //! subresource, ServiceAccount tokens and TokenReview. See README.md for the full list.
@@ -16,6 +17,7 @@
 
 #![allow(clippy::result_large_err, clippy::type_complexity)]
 
+pub mod authz;
 pub mod controllers;
 pub mod crd_validation;
 pub mod error;
@@ -80,6 +82,9 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// Store configuration (history window for watches).
     pub store: StoreConfig,
+    /// Enforce RBAC for ServiceAccount tokens (see [`authz`]); off by default. Requests without
+    /// a token or with the kubeconfig's token stay cluster-admin.
+    pub rbac: bool,
 }
 
 impl Default for Options {
@@ -89,6 +94,7 @@ impl Default for Options {
             gc_delay: Duration::ZERO,
             bookmark_interval: Duration::from_secs(5),
             store: StoreConfig::default(),
+            rbac: false,
         }
     }
 }
@@ -131,6 +137,7 @@ impl TestServer {
             addr: addr.to_string(),
             bookmark_interval: opts.bookmark_interval,
             active_watches: Arc::default(),
+            rbac: opts.rbac,
         });
         let stop = CancellationToken::new();
         controllers::spawn(Arc::clone(&store), stop.clone(), opts.gc_delay);
@@ -182,6 +189,11 @@ impl TestServer {
     /// A kube client for this server (default namespace `default`).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// True when RBAC is enforced ([`Options::rbac`]).
+    pub fn rbac_enabled(&self) -> bool {
+        self.app.rbac
     }
 
     /// Fault injection.
@@ -307,9 +319,15 @@ pub fn read_manifests(path: &Path) -> Result<Vec<Value>, TestkitError> {
     Ok(out)
 }
 
-/// A kubeconfig for a server URL.
+/// A kubeconfig for a server URL, with the admin token ([`authz::ADMIN_TOKEN`]).
 pub fn kubeconfig_yaml(url: &str, namespace: &str) -> String {
+    kubeconfig_yaml_for_token(url, namespace, authz::ADMIN_TOKEN)
+}
+
+/// A kubeconfig for a server URL that authenticates with a bearer token (e.g. a ServiceAccount
+/// token from TokenRequest, to act as that ServiceAccount when RBAC is on).
+pub fn kubeconfig_yaml_for_token(url: &str, namespace: &str, token: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: esr-testkit\n  cluster:\n    server: {url}\nusers:\n- name: esr-testkit\n  user:\n    token: esr-testkit\ncontexts:\n- name: esr-testkit\n  context:\n    cluster: esr-testkit\n    user: esr-testkit\n    namespace: {namespace}\ncurrent-context: esr-testkit\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: esr-testkit\n  cluster:\n    server: {url}\nusers:\n- name: esr-testkit\n  user:\n    token: {token}\ncontexts:\n- name: esr-testkit\n  context:\n    cluster: esr-testkit\n    user: esr-testkit\n    namespace: {namespace}\ncurrent-context: esr-testkit\npreferences: {{}}\n"
     )
 }

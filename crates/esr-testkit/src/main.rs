@@ -27,6 +27,10 @@ enum Cmd {
         /// Apply the CRDs of this directory at start.
         #[arg(long)]
         crds: Option<PathBuf>,
+        /// Enforce RBAC for ServiceAccount tokens (requests without a token or with the
+        /// kubeconfig's token stay cluster-admin).
+        #[arg(long)]
+        rbac: bool,
     },
 }
 
@@ -41,9 +45,11 @@ async fn main() -> anyhow::Result<()> {
             port,
             kubeconfig,
             crds,
+            rbac,
         } => {
             let opts = esr_testkit::Options {
                 port,
+                rbac,
                 ..Default::default()
             };
             let server = esr_testkit::TestServer::start_with(opts).await?;

@@ -37,7 +37,10 @@ pub fn api(env: &Env, kind: &str, ns: &str) -> Api<DynamicObject> {
 }
 
 /// Server-side apply one object (kind from the object; namespace `ns` for namespaced kinds).
-pub async fn apply(env: &Env, ns: &str, obj: Value) {
+/// Stores get the Env's controller class and cluster-scoped objects are deleted with the Env
+/// ([`Env::scope_object`]).
+pub async fn apply(env: &Env, ns: &str, mut obj: Value) {
+    env.scope_object(&mut obj);
     let kind = obj["kind"].as_str().unwrap().to_string();
     let name = obj["metadata"]["name"].as_str().unwrap().to_string();
     api(env, &kind, ns)
@@ -48,6 +51,49 @@ pub async fn apply(env: &Env, ns: &str, obj: Value) {
         )
         .await
         .unwrap_or_else(|e| panic!("applying {kind}/{name}: {e}"));
+    if kind == "SecretStore" || kind == "ClusterSecretStore" {
+        grant_kubernetes_store(env, ns, &obj).await;
+    }
+}
+
+/// A kubernetes-provider store authenticating as a ServiceAccount needs RBAC on its remote
+/// namespace on a real cluster (and on esr-testkit with RBAC on): a Role on Secrets there,
+/// bound to the ServiceAccount, as a user would grant it.
+async fn grant_kubernetes_store(env: &Env, ns: &str, store: &Value) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let k = &store["spec"]["provider"]["kubernetes"];
+    let Some(sa) = k["auth"]["serviceAccount"]["name"].as_str() else {
+        return;
+    };
+    let sa_ns = k["auth"]["serviceAccount"]["namespace"]
+        .as_str()
+        .unwrap_or(ns)
+        .to_string();
+    let remote = k["remoteNamespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let name = format!("esr-e2e-{sa}-{sa_ns}");
+    let pp = PatchParams::apply("e2e").force();
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"],
+                   "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+                  {"apiGroups": ["authorization.k8s.io"],
+                   "resources": ["selfsubjectrulesreviews", "selfsubjectaccessreviews"],
+                   "verbs": ["create"]}]});
+    Api::<Role>::namespaced(env.client(), &remote)
+        .patch(&name, &pp, &Patch::Apply(&role))
+        .await
+        .unwrap_or_else(|e| panic!("Role {remote}/{name}: {e}"));
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sa_ns}]});
+    Api::<RoleBinding>::namespaced(env.client(), &remote)
+        .patch(&name, &pp, &Patch::Apply(&binding))
+        .await
+        .unwrap_or_else(|e| panic!("RoleBinding {remote}/{name}: {e}"));
 }
 
 pub async fn merge_patch(env: &Env, kind: &str, ns: &str, name: &str, patch: Value) {

@@ -115,6 +115,35 @@ pub struct Args {
     pub template_timeout: String,
 }
 
+/// Which of the optional controllers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enabled {
+    /// ClusterSecretStore controller and watch (and ExternalSecrets using ClusterSecretStores).
+    pub cluster_stores: bool,
+    /// ClusterExternalSecret controller.
+    pub cluster_external_secrets: bool,
+    /// ClusterPushSecret controller.
+    pub cluster_push_secrets: bool,
+    /// PushSecret controller.
+    pub push_secrets: bool,
+}
+
+impl Enabled {
+    /// The reconciler flags, with scoped mode applied: with `--namespace` set no cluster-scoped
+    /// controller or watch runs (ClusterSecretStore, ClusterExternalSecret, ClusterPushSecret and
+    /// the cluster-wide Namespace watch of the last two), as in ESO's scoped install, whose
+    /// namespace-only Role allows none of them.
+    pub fn from_args(args: &Args) -> Self {
+        let cluster = args.namespace.is_empty();
+        Enabled {
+            cluster_stores: cluster && args.enable_cluster_store_reconciler,
+            cluster_external_secrets: cluster && args.enable_cluster_external_secret_reconciler,
+            cluster_push_secrets: cluster && args.enable_cluster_push_secret_reconciler,
+            push_secrets: args.enable_push_secret_reconciler,
+        }
+    }
+}
+
 /// The hook recording `<kind>_reconcile_duration` / `<kind>_status_condition` for a cluster-scoped
 /// kind, removing the series when the object is deleted.
 pub fn observer(metrics: Metrics, kind: Observed) -> Observe {
@@ -230,14 +259,18 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .and_then(|d| d.to_std())
         .filter(|d| !d.is_zero())
         .unwrap_or(Duration::from_secs(300));
+    let enabled = Enabled::from_args(&args);
+    if !args.namespace.is_empty() {
+        info!(namespace = %args.namespace, "scoped to one namespace: the ClusterSecretStore, ClusterExternalSecret and ClusterPushSecret controllers are off");
+    }
     let cfg = Config {
         namespace: Some(args.namespace.clone()).filter(|n| !n.is_empty()),
         controller_class: args.controller_class.clone(),
         concurrency: args.concurrent.max(1),
         flood_gate: args.enable_flood_gate,
         store_requeue_interval: store_requeue,
-        cluster_stores: args.enable_cluster_store_reconciler,
-        push_secrets: args.enable_push_secret_reconciler,
+        cluster_stores: enabled.cluster_stores,
+        push_secrets: enabled.push_secrets,
         secret_stores: args.compat.enable_secret_store_reconciler,
         allow_generic_targets: args.compat.unsafe_allow_generic_targets,
         instance: std::env::var("POD_NAME")
@@ -348,7 +381,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         None
     };
     crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder).install();
-    let ps_ctrl = args.enable_push_secret_reconciler.then(|| {
+    let ps_ctrl = enabled.push_secrets.then(|| {
         let rx = stop_rx.clone();
         tokio::spawn(esr_controller::pushsecret::run(
             runtime.ctx.clone(),
@@ -363,8 +396,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
     let ns_feed = esr_controller::ces::NamespaceFeed::new();
-    let ces_ctrl = args
-        .enable_cluster_external_secret_reconciler
+    let ces_ctrl = enabled
+        .cluster_external_secrets
         .then(|| ns_feed.subscribe())
         .flatten()
         .map(|namespaces| {
@@ -377,8 +410,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
                 async move { stopped(rx).await },
             ))
         });
-    let cps_ctrl = args
-        .enable_cluster_push_secret_reconciler
+    let cps_ctrl = enabled
+        .cluster_push_secrets
         .then(|| ns_feed.subscribe())
         .flatten()
         .map(|namespaces| {
@@ -504,6 +537,45 @@ mod tests {
         assert!(text.contains("name=\"push-all\""), "{text}");
         cps("push-all", Observation::Deleted);
         assert!(!m.encode().contains("name=\"push-all\""));
+    }
+
+    #[test]
+    fn scoped_mode_starts_no_cluster_scoped_controller() {
+        let all = Enabled::from_args(&Cli::try_parse_from(["esr"]).unwrap().args);
+        assert_eq!(
+            all,
+            Enabled {
+                cluster_stores: true,
+                cluster_external_secrets: true,
+                cluster_push_secrets: true,
+                push_secrets: true,
+            }
+        );
+        let scoped = Enabled::from_args(
+            &Cli::try_parse_from(["esr", "--namespace=team-a"])
+                .unwrap()
+                .args,
+        );
+        assert_eq!(
+            scoped,
+            Enabled {
+                cluster_stores: false,
+                cluster_external_secrets: false,
+                cluster_push_secrets: false,
+                push_secrets: true,
+            }
+        );
+        let off = Enabled::from_args(
+            &Cli::try_parse_from([
+                "esr",
+                "--enable-cluster-store-reconciler=false",
+                "--enable-push-secret-reconciler=false",
+            ])
+            .unwrap()
+            .args,
+        );
+        assert!(!off.cluster_stores && !off.push_secrets);
+        assert!(off.cluster_external_secrets && off.cluster_push_secrets);
     }
 
     #[test]
