@@ -516,7 +516,7 @@ async fn metrics_text(addr: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_condition_metric_and_password_prefix_suffix() {
     let env = Env::start().await.unwrap();
-    let esr = env.start_esr(&[]).unwrap();
+    let esr = env.start_esr(CLUSTER_WIDE).unwrap();
     let maddr = esr.metrics_addr.clone().unwrap();
     setup(&env).await;
     let a = env.namespace("metra").await.unwrap();

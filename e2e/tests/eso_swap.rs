@@ -60,12 +60,12 @@ fn swapped_args(name: &str) -> Vec<String> {
 }
 
 async fn syncs(env: &Env, ns: &str, store: &str) {
-    apply(
-        env,
-        ns,
-        fake_ss(store, json!([{"key": "/app/foo", "value": "value1"}])),
-    )
-    .await;
+    // ESO's chart passes no --controller-class, so esr runs as class "default". The store says
+    // so explicitly: the harness would otherwise give it this Env's own class, and on a shared
+    // cluster a store without a class would be reconciled by every other scenario's esr too.
+    let mut store_obj = fake_ss(store, json!([{"key": "/app/foo", "value": "value1"}]));
+    store_obj["spec"]["controller"] = json!("default");
+    apply(env, ns, store_obj).await;
     wait_condition(env, "SecretStore", ns, store, "True", "Valid").await;
     apply(
         env,
