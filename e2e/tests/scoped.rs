@@ -65,7 +65,14 @@ async fn scoped_install_syncs_with_only_its_namespace_role() {
     let env = Env::start_with(EnvOptions { rbac: true }).await.unwrap();
     let ns = env.namespace("scoped").await.unwrap();
     let release_ns = env.namespace("scoped-rel").await.unwrap();
-    let objs = scoped_chart(&ns, &release_ns);
+    // render_chart installs the chart with Helm into its own esr-testkit on its own runtime,
+    // so it runs on a blocking thread.
+    let objs = {
+        let (ns, release_ns) = (ns.clone(), release_ns.clone());
+        tokio::task::spawn_blocking(move || scoped_chart(&ns, &release_ns))
+            .await
+            .unwrap()
+    };
     for kind in ["ClusterRole", "ClusterRoleBinding"] {
         assert!(
             objs.iter().all(|o| o["kind"] != kind),
