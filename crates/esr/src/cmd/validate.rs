@@ -471,13 +471,6 @@ fn judge(doc: &Value, kind: &str, registry: &Registry) -> (Outcome, Vec<String>)
     }
 }
 
-static DNS_SUBDOMAIN: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
-    esr_schema::compile_go_regex(
-        r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-    )
-    .ok()
-});
-
 /// Go's JSON name of a value's type, as in `json: cannot unmarshal number into ...`.
 fn go_json_type(v: &Value) -> &'static str {
     match v {
@@ -556,19 +549,11 @@ fn validate_object_meta(obj: &Value) -> Vec<String> {
         }
         return Vec::new();
     }
-    let mut errs = Vec::new();
     let quoted = esr_schema::gofmt::quote(name);
-    if name.len() > 253 {
-        errs.push(format!(
-            "metadata.name: Invalid value: {quoted}: must be no more than 253 characters"
-        ));
-    }
-    if !DNS_SUBDOMAIN.as_ref().is_some_and(|r| r.is_match(name)) {
-        errs.push(format!(
-            "metadata.name: Invalid value: {quoted}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        ));
-    }
-    errs
+    esr_schema::names::dns1123_subdomain(name)
+        .into_iter()
+        .map(|msg| format!("metadata.name: Invalid value: {quoted}: {msg}"))
+        .collect()
 }
 
 fn go_regex_check(pattern: &str) -> Result<(), String> {
