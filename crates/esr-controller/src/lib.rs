@@ -1,20 +1,10 @@
-pub mod ces;
+//! esr's reconcilers: one folder per kind, each a pure planning core and a thin IO shell.
+pub mod clusterexternalsecret;
 pub mod clusterpushsecret;
-pub mod controller;
-pub mod convert;
-mod fanout;
-pub mod fetch;
-pub mod generators;
-pub mod hash;
+pub mod common;
+pub mod externalsecret;
 pub mod leader;
 pub mod metrics;
-pub mod pipeline;
-pub mod plan;
 pub mod pushsecret;
-pub mod pushsecret_source;
-pub mod ratelimit;
-pub mod refresh;
-pub mod rollout;
+pub mod secretstore;
 pub mod server;
-pub mod stores;
-pub mod template;

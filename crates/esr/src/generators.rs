@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use esr_api::generators::VaultDynamicSecretSpec;
-use esr_controller::generators::{GenerateRequest, Generated, Generator, Generators};
+use esr_controller::common::generators::{GenerateRequest, Generated, Generator, Generators};
 use esr_provider::metrics::{CallRecorder, noop_recorder};
 use esr_provider::{KubeAccess, KubeClientAccess};
 use esr_provider_vault::{GeneratorRequest, VaultProvider};

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use esr_controller::ces::{Observation, Observe};
-use esr_controller::controller::{Config, Runtime};
+use esr_controller::clusterexternalsecret::reconcile::{Observation, Observe};
+use esr_controller::externalsecret::reconcile::{Config, Runtime};
 use esr_controller::metrics::{Metrics, Observed};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
 use esr_provider::KubeClientAccess;
@@ -249,7 +249,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     }
     let client = kube::client::ClientBuilder::try_from(config.clone())
         .context("building the Kubernetes client")?
-        .with_layer(&esr_controller::ratelimit::RateLimitLayer::new(
+        .with_layer(&esr_controller::common::ratelimit::RateLimitLayer::new(
             f64::from(args.client_qps),
             args.client_burst,
         ))
@@ -322,12 +322,14 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .and_then(|d| d.to_std())
         .filter(|d| !d.is_zero())
         .with_context(|| format!("invalid --template-timeout {:?}", args.template_timeout))?;
-    let templates = Arc::new(esr_controller::template::EsoTemplates::with_bounds(
-        esr_controller::template::RenderBounds {
-            timeout: template_timeout,
-            ..Default::default()
-        },
-    ));
+    let templates = Arc::new(
+        esr_controller::externalsecret::template::EsoTemplates::with_bounds(
+            esr_controller::externalsecret::template::RenderBounds {
+                timeout: template_timeout,
+                ..Default::default()
+            },
+        ),
+    );
     let runtime = Runtime::new(
         client,
         cfg,
@@ -383,7 +385,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder).install();
     let ps_ctrl = enabled.push_secrets.then(|| {
         let rx = stop_rx.clone();
-        tokio::spawn(esr_controller::pushsecret::run(
+        tokio::spawn(esr_controller::pushsecret::reconcile::run(
             runtime.ctx.clone(),
             async move { stopped(rx).await },
         ))
@@ -392,17 +394,17 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // Rollout on rotation: the workload caches watch esr's namespace scope (a namespace-only Role
     // cannot list workloads cluster-wide).
     let rollout_scope = Some(args.namespace.clone()).filter(|n| !n.is_empty());
-    esr_controller::rollout::start_shared(&lease_client, rollout_scope.as_deref());
+    esr_controller::common::rollout::start_shared(&lease_client, rollout_scope.as_deref());
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
-    let ns_feed = esr_controller::ces::NamespaceFeed::new();
+    let ns_feed = esr_controller::clusterexternalsecret::reconcile::NamespaceFeed::new();
     let ces_ctrl = enabled
         .cluster_external_secrets
         .then(|| ns_feed.subscribe())
         .flatten()
         .map(|namespaces| {
             let rx = stop_rx.clone();
-            tokio::spawn(esr_controller::ces::run(
+            tokio::spawn(esr_controller::clusterexternalsecret::reconcile::run(
                 lease_client.clone(),
                 args.concurrent.max(1),
                 Some(ces_observe),
@@ -416,7 +418,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .flatten()
         .map(|namespaces| {
             let rx = stop_rx.clone();
-            tokio::spawn(esr_controller::clusterpushsecret::run(
+            tokio::spawn(esr_controller::clusterpushsecret::reconcile::run(
                 lease_client.clone(),
                 args.concurrent.max(1),
                 Some(cps_observe),

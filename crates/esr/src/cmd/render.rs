@@ -21,10 +21,10 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use anyhow::Context as _;
 use esr_api::v1::ExternalSecret;
-use esr_controller::convert::es_view;
-use esr_controller::fetch::{FetchEnv, Fetched, fetch};
-use esr_controller::plan::{self, Outcome, PlanInput, SecretWrite};
-use esr_controller::template::{EsoTemplates, TemplateEngine, load_sources};
+use esr_controller::externalsecret::convert::es_view;
+use esr_controller::externalsecret::fetch::{FetchEnv, Fetched, fetch};
+use esr_controller::externalsecret::plan::{self, Outcome, PlanInput, SecretWrite};
+use esr_controller::externalsecret::template::{EsoTemplates, TemplateEngine, load_sources};
 use esr_provider::{ResolveOptions, StaticKubeAccess, StaticStoreLookup, StoreInfo};
 use k8s_openapi::api::core::v1::Secret;
 

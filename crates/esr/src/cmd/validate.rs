@@ -597,7 +597,7 @@ fn provider_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
 /// `externalSecretSpec`): the condition the controller reports (ESO's, without
 /// `--unsafe-allow-generic-targets`), and esr writes no generic target even with the flag.
 fn generic_target_rules(group: &str, kind: &str, obj: &Value) -> Vec<String> {
-    use esr_controller::plan::{ManifestView, detailed, generic_target_error, msg};
+    use esr_controller::externalsecret::plan::{ManifestView, detailed, generic_target_error, msg};
     if group != ESO_GROUP {
         return Vec::new();
     }

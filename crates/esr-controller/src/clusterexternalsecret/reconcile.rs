@@ -331,7 +331,7 @@ pub fn desired_annotations(ces: &ClusterExternalSecret) -> BTreeMap<String, Stri
 /// The ExternalSecret to create in `namespace`.
 pub fn desired_es(ces: &ClusterExternalSecret, namespace: &str) -> ExternalSecret {
     ExternalSecret {
-        metadata: crate::fanout::child_meta(
+        metadata: crate::common::fanout::child_meta(
             es_name(ces),
             namespace,
             desired_labels(ces),
@@ -347,7 +347,7 @@ pub fn desired_es(ces: &ClusterExternalSecret, namespace: &str) -> ExternalSecre
 /// replaced, spec copied, controller ownerRef set; other owner references kept).
 pub fn updated_es(ces: &ClusterExternalSecret, existing: &ExternalSecret) -> ExternalSecret {
     let mut es = existing.clone();
-    crate::fanout::take_over_meta(
+    crate::common::fanout::take_over_meta(
         &mut es.metadata,
         desired_labels(ces),
         desired_annotations(ces),
@@ -453,7 +453,7 @@ pub struct CesContext {
     observe: Option<Observe>,
     /// CES uid → generation of the last reconcile where every ExternalSecret was applied.
     applied: Mutex<HashMap<String, i64>>,
-    failures: crate::refresh::Backoffs<String>,
+    failures: crate::common::refresh::Backoffs<String>,
 }
 
 pub(crate) fn is_status(e: &kube::Error, code: u16) -> bool {
@@ -982,5 +982,5 @@ pub async fn run(
 }
 
 #[cfg(test)]
-#[path = "ces_tests.rs"]
+#[path = "reconcile_tests.rs"]
 mod tests;

@@ -24,16 +24,16 @@ use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
-use crate::convert::{es_view, status_json};
-use crate::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
-use crate::metrics::{Metrics, ResourceLabels};
-use crate::pipeline::Assembled;
-use crate::plan::{
+use crate::common::refresh::{self, Requeue};
+use crate::externalsecret::convert::{es_view, status_json};
+use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
+use crate::externalsecret::pipeline::Assembled;
+use crate::externalsecret::plan::{
     self, Decision, EsStatus, EsView, EventRec, EventType, LABEL_MANAGED, LABEL_OWNER, Outcome,
     PlanInput, SecretWrite,
 };
-use crate::refresh::{self, Requeue};
-use crate::template::{TemplateEngine, load_sources};
+use crate::externalsecret::template::{TemplateEngine, load_sources};
+use crate::metrics::{Metrics, ResourceLabels};
 
 /// Controller settings (the `esr controller` flags that matter here).
 #[derive(Debug, Clone)]
@@ -488,8 +488,11 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     };
 
     let owned: Vec<String> = if view.creation == plan::CreationPolicy::Owner {
-        ctx.owned_secret_names(&ns, &crate::hash::created_by_label(&ns, &name))
-            .await?
+        ctx.owned_secret_names(
+            &ns,
+            &crate::externalsecret::hash::created_by_label(&ns, &name),
+        )
+        .await?
     } else {
         Vec::new()
     };
@@ -558,7 +561,13 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                         .as_ref()
                         .and_then(|a| a.get("reconcile.external-secrets.io/data-hash"))
                 {
-                    crate::rollout::on_secret_changed(&ctx.client, &ns, &view.target_name, h).await;
+                    crate::common::rollout::on_secret_changed(
+                        &ctx.client,
+                        &ns,
+                        &view.target_name,
+                        h,
+                    )
+                    .await;
                 }
             }
             Err(e) if is_conflict(&e) => {
@@ -846,7 +855,7 @@ impl Runtime {
                 }
             });
 
-        let stores = crate::stores::StoreControllers::new(ctx.clone())
+        let stores = crate::secretstore::reconcile::StoreControllers::new(ctx.clone())
             .with_push_secret_finalizer(ctx.config.push_secrets);
         let s2 = shutdown_all.clone();
         let s3 = shutdown_all.clone();

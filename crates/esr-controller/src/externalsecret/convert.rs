@@ -14,14 +14,14 @@ use esr_api::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::pipeline::{
+use crate::common::refresh::{RefreshPolicy, SyncWindow, SyncWindows, WindowKind};
+use crate::externalsecret::pipeline::{
     ConflictPolicy, ConversionStrategy, DecodingStrategy, MergeStrategy, NullBytePolicy,
     PriorityPolicy, Rewrite,
 };
-use crate::plan::{
+use crate::externalsecret::plan::{
     Condition, CreationPolicy, DeletionPolicy, EsStatus, EsView, ManifestView, TemplateView,
 };
-use crate::refresh::{RefreshPolicy, SyncWindow, SyncWindows, WindowKind};
 
 /// The default `refreshInterval` (CRD default and ESO's fallback).
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(3600);
@@ -340,14 +340,17 @@ spec:
     fn hashes_agree_with_esr_api() {
         let mut d = BTreeMap::new();
         d.insert("foo".to_string(), b"value1".to_vec());
-        assert_eq!(crate::hash::data_hash(&d), esr_api::hash::data_hash(&d));
         assert_eq!(
-            crate::hash::created_by_label("a", "b"),
+            crate::externalsecret::hash::data_hash(&d),
+            esr_api::hash::data_hash(&d)
+        );
+        assert_eq!(
+            crate::externalsecret::hash::created_by_label("a", "b"),
             esr_api::hash::created_by_label("a", "b")
         );
         let long = "y".repeat(60);
         assert_eq!(
-            crate::hash::field_manager(&long),
+            crate::externalsecret::hash::field_manager(&long),
             esr_api::hash::field_manager(&long)
         );
     }

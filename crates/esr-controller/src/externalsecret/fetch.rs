@@ -20,8 +20,8 @@ use esr_provider::{
 };
 use kube::ResourceExt;
 
-use crate::convert::{conversion, decoding, null_bytes, rewrites};
-use crate::pipeline::{
+use crate::externalsecret::convert::{conversion, decoding, null_bytes, rewrites};
+use crate::externalsecret::pipeline::{
     Assembled, DataFromKind, DataFromOptions, DataFromResult, DataResult, EntryResult,
     KeyTransformer, assemble, process_data_from_map, process_data_value,
 };
@@ -193,21 +193,21 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
         {
             // Generator: Generate → rewrite → ValidateKeys (no conversion, no decoding).
             let result = match df.source_ref.as_ref().and_then(|s| s.generator_ref.as_ref()) {
-                Some(g) => match crate::generators::generate(
+                Some(g) => match crate::common::generators::generate(
                     g,
                     &namespace,
-                    &crate::generators::es_consumer(&namespace, &es.name_any(), index),
+                    &crate::common::generators::es_consumer(&namespace, &es.name_any(), index),
                 )
                 .await
                 {
-                    Ok(m) => crate::pipeline::rewrite_map(
+                    Ok(m) => crate::externalsecret::pipeline::rewrite_map(
                         &rewrites(df.rewrite.as_ref()),
                         env.transformer,
                         m,
                     )
                     .map_err(|e| format!("error applying rewrite to keys: {e}"))
                     .and_then(|m| {
-                        crate::pipeline::validate_keys(m).map_err(|e| format!("invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): {e}"))
+                        crate::externalsecret::pipeline::validate_keys(m).map_err(|e| format!("invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): {e}"))
                     })
                     .map_or_else(EntryResult::Err, EntryResult::Ok),
                     Err(e) => EntryResult::Err(e),

@@ -12,9 +12,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::hash;
-use crate::pipeline::{Assembled, DataMap};
-use crate::refresh::{self, RefreshState, Requeue, SecretValidity};
+use crate::common::refresh::{self, RefreshState, Requeue, SecretValidity};
+use crate::externalsecret::hash;
+use crate::externalsecret::pipeline::{Assembled, DataMap};
 
 /// `reconcile.external-secrets.io/managed`.
 pub const LABEL_MANAGED: &str = "reconcile.external-secrets.io/managed";

@@ -7,7 +7,7 @@
 //! being deleted, a PushSecret it does not own is never touched (the namespace is reported in
 //! `failedNamespaces`), PushSecrets are removed from namespaces that stop matching and under the
 //! old name when `pushSecretName` changes. Namespaces come from the shared
-//! [`NamespaceFeed`](crate::ces::NamespaceFeed) cache (never re-listed per reconcile) and a new
+//! [`NamespaceFeed`](crate::clusterexternalsecret::reconcile::NamespaceFeed) cache (never re-listed per reconcile) and a new
 //! matching namespace gets its PushSecret at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -33,7 +33,7 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
-use crate::ces::{
+use crate::clusterexternalsecret::reconcile::{
     MSG_NAMESPACES_FAILED, NsView, Observation, Observe, Selection, changes, is_status,
     json_contained, meta_hash, namespace_changes, observe_deletions, select,
 };
@@ -64,7 +64,7 @@ pub fn ps_name(cps: &ClusterPushSecret) -> String {
 
 /// `refreshTime` (default 1h); `None` for `0s` (no periodic requeue).
 pub fn refresh_interval(spec: &ClusterPushSecretSpec) -> Option<Duration> {
-    crate::ces::refresh_from(spec.refresh_time.as_deref())
+    crate::clusterexternalsecret::reconcile::refresh_from(spec.refresh_time.as_deref())
 }
 
 /// The namespace selection: `namespaceSelectors`, ORed (none selects no namespace).
@@ -307,7 +307,7 @@ fn desired_annotations(cps: &ClusterPushSecret) -> BTreeMap<String, String> {
 /// spec copied, a controller owner reference to the ClusterPushSecret.
 pub fn desired_ps(cps: &ClusterPushSecret, namespace: &str) -> PushSecret {
     PushSecret {
-        metadata: crate::fanout::child_meta(
+        metadata: crate::common::fanout::child_meta(
             ps_name(cps),
             namespace,
             desired_labels(cps),
@@ -324,7 +324,7 @@ pub fn desired_ps(cps: &ClusterPushSecret, namespace: &str) -> PushSecret {
 /// finalizers kept).
 pub fn updated_ps(cps: &ClusterPushSecret, existing: &PushSecret) -> PushSecret {
     let mut ps = existing.clone();
-    crate::fanout::take_over_meta(
+    crate::common::fanout::take_over_meta(
         &mut ps.metadata,
         desired_labels(cps),
         desired_annotations(cps),
@@ -448,7 +448,7 @@ pub struct CpsContext {
     recorder: Recorder,
     /// ClusterPushSecret uid → generation of the last reconcile where every PushSecret was applied.
     applied: Mutex<HashMap<String, i64>>,
-    failures: crate::refresh::Backoffs<String>,
+    failures: crate::common::refresh::Backoffs<String>,
 }
 
 async fn delete_ps(client: &Client, ns: &str, name: &str) -> Result<(), kube::Error> {
@@ -674,7 +674,7 @@ async fn reconcile_inner(
     }
     // Every PushSecret this ClusterPushSecret owns was applied (a foreign PushSecret is a lasting
     // failure): later reconciles compare instead of replacing each one.
-    if crate::ces::only_foreign_failures(&failed, ERR_ALREADY_EXISTS) {
+    if crate::clusterexternalsecret::reconcile::only_foreign_failures(&failed, ERR_ALREADY_EXISTS) {
         ctx.applied
             .lock()
             .unwrap_or_else(|pe| pe.into_inner())
@@ -736,7 +736,7 @@ fn cps_hash(cps: &ClusterPushSecret) -> u64 {
 }
 
 /// Runs the ClusterPushSecret controller until `shutdown` resolves. `namespaces` is a
-/// subscription to the shared [`NamespaceFeed`](crate::ces::NamespaceFeed); `instance` names
+/// subscription to the shared [`NamespaceFeed`](crate::clusterexternalsecret::reconcile::NamespaceFeed); `instance` names
 /// this replica in events.
 pub async fn run(
     client: Client,
@@ -802,5 +802,5 @@ pub async fn run(
 }
 
 #[cfg(test)]
-#[path = "clusterpushsecret_tests.rs"]
+#[path = "reconcile_tests.rs"]
 mod tests;

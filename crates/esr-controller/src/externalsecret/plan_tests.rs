@@ -1,6 +1,6 @@
 use super::*;
-use crate::pipeline::{self, MissingEvent};
-use crate::refresh::{RefreshPolicy, Requeue};
+use crate::common::refresh::{RefreshPolicy, Requeue};
+use crate::externalsecret::pipeline::{self, MissingEvent};
 use chrono::TimeZone;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
 

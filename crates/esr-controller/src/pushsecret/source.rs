@@ -1,5 +1,5 @@
 //! PushSecret sources, target stores, template and store references (eso-inventory §4), used by
-//! the reconciler in [`crate::pushsecret`] and by the store finalizer in [`crate::stores`].
+//! the reconciler in [`crate::pushsecret::reconcile`] and by the store finalizer in [`crate::secretstore::reconcile`].
 //!
 //! Pure helpers ([`source_of`], [`select_stores`], [`data_to_targets`], [`validate_data_to`],
 //! [`render_template`], [`store_has_delete_refs`], [`ps_concerns_store`]) and the IO that resolves
@@ -21,7 +21,7 @@ use kube::api::ListParams;
 use kube::core::Selector;
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::generators::Generated;
+use crate::common::generators::Generated;
 
 /// Name of the in-memory Secret that carries a generator's output (ESO's name).
 pub const GENERATED_SECRET_NAME: &str = "___generated-secret";
@@ -215,7 +215,7 @@ pub fn store_matches_ref(
 }
 
 fn store_key_of(kind: StoreKind, name: &str) -> String {
-    crate::pushsecret::store_key(&StoreRef {
+    crate::pushsecret::reconcile::store_key(&StoreRef {
         kind,
         name: name.to_string(),
     })
@@ -391,16 +391,19 @@ pub async fn resolve_sources(
             }
         }
         Source::Generator(g) => {
-            let data =
-                crate::generators::generate(g, namespace, &generator_consumer(namespace, name))
-                    .await
-                    .map_err(|e| {
-                        SourceError::Other(format!(
-                            "could not resolve secret from generator ref {}/{}: {e}",
-                            g.kind.as_str(),
-                            g.name
-                        ))
-                    })?;
+            let data = crate::common::generators::generate(
+                g,
+                namespace,
+                &generator_consumer(namespace, name),
+            )
+            .await
+            .map_err(|e| {
+                SourceError::Other(format!(
+                    "could not resolve secret from generator ref {}/{}: {e}",
+                    g.kind.as_str(),
+                    g.name
+                ))
+            })?;
             Ok(vec![generated_secret(namespace, data)])
         }
         Source::Selector(sel) => {
@@ -482,7 +485,7 @@ pub async fn resolve_stores(
             format!(
                 "could not get {} {n:?}, {}",
                 kind.as_str(),
-                crate::controller::kube_error_text(&e)
+                crate::externalsecret::reconcile::kube_error_text(&e)
             )
         };
         let not_found = || {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::pushsecret_source::*;
+use crate::pushsecret::source::*;
 use esr_api::v1alpha1::PushSecretStoreRef;
 use serde_json::json;
 use std::collections::BTreeMap;

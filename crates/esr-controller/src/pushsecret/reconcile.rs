@@ -1,6 +1,6 @@
 //! PushSecret (eso-inventory §4): a pure planning core ([`entries_for_selected`],
 //! [`stale_entries`], [`refresh_due`], [`ready_condition`], plus the source/store/template helpers
-//! in [`crate::pushsecret_source`]) and the reconciler ([`run`]) that pushes through the provider
+//! in [`crate::pushsecret::source`]) and the reconciler ([`run`]) that pushes through the provider
 //! trait (`push_secret` / `delete_secret` / `secret_exists`), so every provider that implements
 //! push works without provider-specific code.
 //!
@@ -14,7 +14,7 @@
 //! `updatePolicy`; `deletionPolicy` with the PushSecret finalizer; `refreshInterval`; status,
 //! events and the `pushsecret_*` metrics. The store finalizer
 //! (`secretstore.externalsecrets.io/finalizer`) is managed by the store controllers
-//! ([`crate::stores`]), as in ESO.
+//! ([`crate::secretstore::reconcile`]), as in ESO.
 //!
 //! Order of a reconcile (ESO): finalizers, refresh decision, `dataTo` validation, sources (a
 //! missing named source with `deletionPolicy: Delete` deletes what was pushed: `SourceDeleted`),
@@ -48,9 +48,9 @@ use kube::{Api, Resource, ResourceExt};
 use regex::Regex;
 use tracing::{debug, info, warn};
 
-use crate::controller::Context;
+use crate::externalsecret::reconcile::Context;
 use crate::metrics::Observed;
-use crate::pushsecret_source::{
+use crate::pushsecret::source::{
     SelectedStore, SourceError, check_data_to_selectors, data_to_targets, load_template_sources,
     render_template, resolve_sources, resolve_stores, select_stores, validate_data_to,
 };
@@ -147,7 +147,7 @@ fn kind_of(k: Option<SecretStoreKind>) -> StoreKind {
 }
 
 /// The stores named in `secretStoreRefs`. Label-selector entries are skipped here (they are
-/// resolved by listing stores, see [`crate::pushsecret_source::resolve_stores`]); an entry with
+/// resolved by listing stores, see [`crate::pushsecret::source::resolve_stores`]); an entry with
 /// neither a name nor a label selector is an error.
 pub fn store_refs(spec: &PushSecretSpec) -> Result<Vec<StoreRef>, String> {
     let mut out = Vec::new();
@@ -489,7 +489,7 @@ pub enum Error {
 pub struct PsContext {
     ctx: Arc<Context>,
     recorder: Recorder,
-    failures: crate::refresh::Backoffs<(String, String)>,
+    failures: crate::common::refresh::Backoffs<(String, String)>,
 }
 
 fn time_string(t: DateTime<Utc>) -> String {
@@ -505,7 +505,7 @@ fn refresh_time_of(ps: &PushSecret) -> Option<DateTime<Utc>> {
 }
 
 fn current_rv(ps: &PushSecret) -> String {
-    crate::hash::synced_resource_version(
+    crate::externalsecret::hash::synced_resource_version(
         ps.meta().generation.unwrap_or_default(),
         ps.labels(),
         ps.annotations(),
@@ -1077,5 +1077,5 @@ pub async fn run(
 }
 
 #[cfg(test)]
-#[path = "pushsecret_tests.rs"]
+#[path = "reconcile_tests.rs"]
 mod tests;

@@ -28,11 +28,11 @@ use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, warn};
 
-use crate::controller::{Context, Error};
-use crate::convert::{chrono_to_time, time_to_chrono};
+use crate::common::refresh;
+use crate::externalsecret::convert::{chrono_to_time, time_to_chrono};
+use crate::externalsecret::plan::{Condition, EsStatus, EventRec, EventType, set_condition};
+use crate::externalsecret::reconcile::{Context, Error};
 use crate::metrics::{Metrics, ResourceLabels};
-use crate::plan::{Condition, EsStatus, EventRec, EventType, set_condition};
-use crate::refresh;
 
 /// What checking a store found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +119,7 @@ pub fn store_outcome(check: &StoreCheck) -> StoreOutcome {
 pub fn store_interval(v: Option<&IntOrString>, default: Duration) -> Duration {
     let d = match v {
         Some(IntOrString::Int(i)) if *i > 0 => Duration::from_secs(*i as u64),
-        Some(IntOrString::String(s)) => crate::convert::go_duration(s),
+        Some(IntOrString::String(s)) => crate::externalsecret::convert::go_duration(s),
         _ => Duration::ZERO,
     };
     if d.is_zero() { default } else { d }
@@ -260,7 +260,7 @@ fn stores_for_ps<K: StoreObject>(
         .state()
         .iter()
         .filter(|s| {
-            crate::pushsecret_source::ps_concerns_store(
+            crate::pushsecret::source::ps_concerns_store(
                 ps,
                 store_kind(cluster),
                 &s.name_any(),
@@ -430,7 +430,7 @@ async fn manage_store_finalizer<K: StoreObject>(
     let name = store.name_any();
     let ns = store.namespace();
     let all = push_secrets.state();
-    let referenced = crate::pushsecret_source::store_has_delete_refs(
+    let referenced = crate::pushsecret::source::store_has_delete_refs(
         store_kind(cluster),
         &name,
         ns.as_deref(),
@@ -505,7 +505,7 @@ async fn reconcile_store<K: StoreObject>(
                 },
                 reason: ev.reason.clone(),
                 note: Some(ev.message.clone()),
-                action: crate::controller::event_action(&ev),
+                action: crate::externalsecret::reconcile::event_action(&ev),
                 secondary: None,
             };
             if let Err(err) = recorder.publish(&e, &reference).await {

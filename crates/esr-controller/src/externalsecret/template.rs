@@ -13,8 +13,8 @@ use kube::ResourceExt;
 
 use esr_template::RenderLimits;
 
-use crate::pipeline::KeyTransformer;
-use crate::plan::Renderer;
+use crate::externalsecret::pipeline::KeyTransformer;
+use crate::externalsecret::plan::Renderer;
 
 /// The ConfigMaps and Secrets an ExternalSecret's `templateFrom` references (same namespace).
 #[derive(Debug, Clone, Default)]
@@ -171,12 +171,13 @@ struct EsoRenderer<'a> {
     bounds: &'a RenderBounds,
 }
 
-impl crate::plan::Renderer for EsoRenderer<'_> {
+impl crate::externalsecret::plan::Renderer for EsoRenderer<'_> {
     fn render(
         &self,
-        data: &crate::pipeline::DataMap,
-    ) -> Result<crate::plan::Rendered, crate::plan::RenderError> {
-        use crate::plan::{RenderError, Rendered};
+        data: &crate::externalsecret::pipeline::DataMap,
+    ) -> Result<crate::externalsecret::plan::Rendered, crate::externalsecret::plan::RenderError>
+    {
+        use crate::externalsecret::plan::{RenderError, Rendered};
         use esr_template::eso::{RenderInput, RenderedSecret, TemplateError, render_secret_with};
         let Some(t) = self
             .es
@@ -333,7 +334,7 @@ mod tests {
         serde_yaml_ng::from_str(yaml).unwrap()
     }
 
-    fn dm(pairs: &[(&str, &str)]) -> crate::pipeline::DataMap {
+    fn dm(pairs: &[(&str, &str)]) -> crate::externalsecret::pipeline::DataMap {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))

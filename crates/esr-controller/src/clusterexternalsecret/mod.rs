@@ -1,0 +1,2 @@
+//! The ClusterExternalSecret controller.
+pub mod reconcile;

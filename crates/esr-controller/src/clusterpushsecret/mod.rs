@@ -1,0 +1,2 @@
+//! The ClusterPushSecret controller.
+pub mod reconcile;

@@ -1,0 +1,8 @@
+//! The ExternalSecret controller.
+pub mod convert;
+pub mod fetch;
+pub mod hash;
+pub mod pipeline;
+pub mod plan;
+pub mod reconcile;
+pub mod template;

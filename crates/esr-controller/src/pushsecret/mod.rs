@@ -1,0 +1,3 @@
+//! The PushSecret controller.
+pub mod reconcile;
+pub mod source;

@@ -1,0 +1,2 @@
+//! The SecretStore and ClusterSecretStore controllers.
+pub mod reconcile;
