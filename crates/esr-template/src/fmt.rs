@@ -406,8 +406,12 @@ impl Printer {
         }
         if v.is_nil() {
             if depth > 0 {
-                // a nil element inside a container
-                self.pad("<nil>");
+                // a nil element inside a container (its static type is `interface {}`)
+                self.pad(if self.flags.sharp_v && verb == 'v' {
+                    "interface {}(nil)"
+                } else {
+                    "<nil>"
+                });
                 return;
             }
             match verb {
@@ -433,6 +437,9 @@ impl Printer {
                 Value::Object(o) if o.type_name().starts_with('*') => self.pad("0xc000010000"),
                 _ => self.bad_verb(v, verb, depth),
             }
+            return;
+        }
+        if verb == 'v' && self.flags.sharp_v && self.fmt_go_syntax(v, depth) {
             return;
         }
         match v {
@@ -517,6 +524,76 @@ impl Printer {
                 _ => self.bad_verb(v, verb, depth),
             },
         }
+    }
+
+    /// `%#v` of the values whose Go syntax differs from `%v`: composites print as
+    /// `type{elem, elem}` (maps as `type{key:value, ...}` in key order), `[]byte` in
+    /// hex (`[]byte{0x61}`), and `time.Duration` as its integer (it has a `String`
+    /// method but no `GoString`). Returns false for every other value.
+    fn fmt_go_syntax(&mut self, v: &Value, depth: usize) -> bool {
+        match v {
+            Value::List(items) => self.fmt_go_elems(&v.type_name(), items.iter(), depth),
+            Value::Slice(s) if s.nil => {
+                self.push_str(&v.type_name());
+                self.push_str("(nil)");
+            }
+            Value::Slice(s) => self.fmt_go_elems(&v.type_name(), s.items.iter(), depth),
+            Value::Bytes(b) => {
+                self.push_str("[]byte{");
+                for (k, c) in b.iter().enumerate() {
+                    if k > 0 {
+                        self.push_str(", ");
+                    }
+                    self.push_str(&format!("{c:#x}"));
+                }
+                self.push('}');
+            }
+            Value::Map(m) => {
+                self.push_str(&v.type_name());
+                self.push('{');
+                for (k, (key, val)) in m.entries().iter().enumerate() {
+                    if k > 0 {
+                        self.push_str(", ");
+                    }
+                    self.print_arg(&Value::String(key.clone()), 'v', depth + 1);
+                    self.push(':');
+                    self.print_arg(val, 'v', depth + 1);
+                }
+                self.push('}');
+            }
+            Value::StringMap(m) => {
+                self.push_str("map[string]string{");
+                for (k, (key, val)) in m.iter().enumerate() {
+                    if k > 0 {
+                        self.push_str(", ");
+                    }
+                    self.print_arg(&Value::String(key.clone()), 'v', depth + 1);
+                    self.push(':');
+                    self.print_arg(&Value::String(val.clone()), 'v', depth + 1);
+                }
+                self.push('}');
+            }
+            Value::Duration(d) => self.fmt_integer(*d as u64, true, 'v', v, depth),
+            _ => return false,
+        }
+        true
+    }
+
+    fn fmt_go_elems<'a>(
+        &mut self,
+        type_name: &str,
+        items: impl Iterator<Item = &'a Value>,
+        depth: usize,
+    ) {
+        self.push_str(type_name);
+        self.push('{');
+        for (k, it) in items.enumerate() {
+            if k > 0 {
+                self.push_str(", ");
+            }
+            self.print_arg(it, 'v', depth + 1);
+        }
+        self.push('}');
     }
 
     fn fmt_list(&mut self, items: &[Value], verb: char, depth: usize) {

@@ -198,6 +198,7 @@ impl GoType {
                     Value::Slice(Rc::new(TypedSlice {
                         elem: (**e).clone(),
                         items: Vec::new(),
+                        nil: true,
                     }))
                 }
             }
@@ -296,6 +297,9 @@ pub struct TypedSlice {
     pub elem: GoType,
     /// The elements.
     pub items: Vec<Value>,
+    /// A nil slice (no elements; `toJson` gives `null`, `%#v` gives `[]T(nil)`), as
+    /// sprig's `rest`/`initial` return for an empty list.
+    pub nil: bool,
 }
 
 /// A shared, mutable `map[string]interface {}` (Go maps are references).
@@ -527,6 +531,7 @@ impl Value {
         Value::Slice(Rc::new(TypedSlice {
             elem: GoType::String,
             items: items.into_iter().map(|s| Value::String(s.into())).collect(),
+            nil: false,
         }))
     }
 
@@ -535,6 +540,7 @@ impl Value {
         Value::Slice(Rc::new(TypedSlice {
             elem: GoType::Int,
             items: items.into_iter().map(Value::Int).collect(),
+            nil: false,
         }))
     }
 
@@ -543,7 +549,20 @@ impl Value {
         if elem == GoType::Interface {
             return Value::List(Rc::new(items));
         }
-        Value::Slice(Rc::new(TypedSlice { elem, items }))
+        Value::Slice(Rc::new(TypedSlice {
+            elem,
+            items,
+            nil: false,
+        }))
+    }
+
+    /// A nil `[]interface {}` (what sprig's `rest`/`initial` return for an empty list).
+    pub fn nil_list() -> Value {
+        Value::Slice(Rc::new(TypedSlice {
+            elem: GoType::Interface,
+            items: Vec::new(),
+            nil: true,
+        }))
     }
 
     /// A `[]byte`.

@@ -249,7 +249,7 @@ fn parse_key_pem(pem: &str) -> Result<PrivKey, String> {
         "RSA" => keys::parse_pkcs1(&b.bytes)
             .ok_or_else(|| "parsing RSA private key from PEM".to_string()),
         "EC" => {
-            keys::parse_sec1(&b.bytes).ok_or_else(|| "parsing EC private key from PEM".to_string())
+            keys::parse_sec1(&b.bytes).map_err(|e| format!("parsing EC private key from PEM: {e}"))
         }
         "DSA" => Err("DSA keys cannot sign certificates here".into()),
         _ => Err(format!("invalid private key type {}", b.kind)),

@@ -44,10 +44,36 @@ fn ip_string(b: &[u8]) -> String {
     }
 }
 
+/// The first checks of Go's `x509.ParseCertificate`, with its texts: the input
+/// must start with a SEQUENCE (`x509: malformed certificate`) whose first element
+/// is the to-be-signed SEQUENCE (`x509: malformed tbs certificate`; this is what a
+/// private key block inside a certificate bundle gives), and nothing may follow
+/// the certificate (`x509: trailing data`).
+fn check_cert_outline(der: &[u8]) -> Result<(), String> {
+    use der::{Decode, Reader, Tag, Tagged};
+    let mut outer = der::SliceReader::new(der).map_err(|_| "x509: malformed certificate")?;
+    let cert = der::asn1::AnyRef::decode(&mut outer)
+        .ok()
+        .filter(|a| a.tag() == Tag::Sequence)
+        .ok_or("x509: malformed certificate")?;
+    let tbs = der::SliceReader::new(cert.value())
+        .ok()
+        .and_then(|mut r| der::asn1::AnyRef::decode(&mut r).ok())
+        .filter(|a| a.tag() == Tag::Sequence);
+    if tbs.is_none() {
+        return Err("x509: malformed tbs certificate".into());
+    }
+    if !outer.is_finished() {
+        return Err("x509: trailing data".into());
+    }
+    Ok(())
+}
+
 /// `x509.ParseCertificate`.
 pub fn parse_cert(der: &[u8]) -> Result<Cert, String> {
+    check_cert_outline(der)?;
     let (rest, c) = x509_parser::certificate::X509Certificate::from_der(der)
-        .map_err(|e| format!("x509: malformed certificate: {e}"))?;
+        .map_err(|_| "x509: malformed certificate".to_string())?;
     if !rest.is_empty() {
         return Err("x509: trailing data".into());
     }
@@ -493,9 +519,11 @@ pub fn install(m: &mut FuncMap) {
         filter_pem(s(a, 0), bin(a, 1)).map(Value::String).map_err(e)
     });
     defb(m, "filterCertChain", vec![S, S], |a| {
+        // Every error text is fixed (Go's x509 parse texts and ESO's chain texts),
+        // never input data, so the message is shown.
         filter_cert_chain(s(a, 0), bin(a, 1))
             .map(Value::String)
-            .map_err(e)
+            .map_err(perr)
     });
     defb(m, "certSANs", vec![S], |a| {
         cert_sans(bin(a, 0)).map(Value::strings).map_err(e)

@@ -171,6 +171,7 @@ impl Enc {
                 self.out.push('"');
             }
             Value::List(l) => self.seq(l.iter().cloned(), l.len())?,
+            Value::Slice(s) if s.nil => self.out.push_str("null"),
             Value::Slice(s) => self.seq(s.items.iter().cloned(), s.items.len())?,
             Value::Map(m) => self.object(m.entries())?,
             Value::StringMap(m) => self.object(

@@ -57,18 +57,49 @@ pub fn parse_pkcs8(der: &[u8]) -> Result<PrivKey, String> {
     )
 }
 
-/// `x509.ParseECPrivateKey`.
-pub fn parse_sec1(der: &[u8]) -> Option<PrivKey> {
+/// `x509.ParseECPrivateKey`, with Go's error texts for the cases Go names: a
+/// version other than 1 and a curve it does not know (esr knows P-256, P-384 and
+/// P-521; Go also knows P-224).
+pub fn parse_sec1(der: &[u8]) -> Result<PrivKey, String> {
+    use der::Decode;
     use p256::elliptic_curve::SecretKey;
-    if let Ok(k) = SecretKey::<p256::NistP256>::from_sec1_der(der) {
-        return Some(PrivKey::P256(k));
+    use p256::pkcs8::AssociatedOid;
+    let parsed = sec1::EcPrivateKey::from_der(der)
+        .map_err(|e| format!("x509: failed to parse EC private key: {e}"))?;
+    // RFC 5915 version 1 (`ecPrivKeyVersion`); the sec1 crate refuses any other.
+    let oid = parsed.parameters.and_then(|p| p.named_curve());
+    let unknown = || "x509: unknown elliptic curve".to_string();
+    match oid {
+        Some(o) if o == p256::NistP256::OID => SecretKey::<p256::NistP256>::from_sec1_der(der)
+            .map(PrivKey::P256)
+            .map_err(|_| unknown()),
+        Some(o) if o == p384::NistP384::OID => SecretKey::<p384::NistP384>::from_sec1_der(der)
+            .map(PrivKey::P384)
+            .map_err(|_| unknown()),
+        Some(o) if o == p521::NistP521::OID => SecretKey::<p521::NistP521>::from_sec1_der(der)
+            .map(PrivKey::P521)
+            .map_err(|_| unknown()),
+        // Without parameters Go cannot tell the curve either.
+        _ => Err(unknown()),
     }
-    if let Ok(k) = SecretKey::<p384::NistP384>::from_sec1_der(der) {
-        return Some(PrivKey::P384(k));
+}
+
+/// `x509.MarshalECPrivateKey`: SEC 1 with the named-curve parameters and the
+/// uncompressed public key (RustCrypto's `to_sec1_der` leaves the parameters out,
+/// which Go's parser then refuses).
+fn marshal_sec1(
+    private: &[u8],
+    public: &[u8],
+    curve: der::asn1::ObjectIdentifier,
+) -> Result<Vec<u8>, String> {
+    use der::Encode;
+    sec1::EcPrivateKey {
+        private_key: private,
+        parameters: Some(sec1::EcParameters::NamedCurve(curve)),
+        public_key: Some(public),
     }
-    SecretKey::<p521::NistP521>::from_sec1_der(der)
-        .ok()
-        .map(PrivKey::P521)
+    .to_der()
+    .map_err(|e| e.to_string())
 }
 
 /// ESO's `parsePrivateKey`: PKCS#1, then PKCS#8, then SEC1.
@@ -79,7 +110,7 @@ pub fn parse_any(der: &[u8]) -> Result<PrivKey, String> {
     if let Ok(k) = parse_pkcs8(der) {
         return Ok(k);
     }
-    parse_sec1(der).ok_or_else(|| "unable to parse private key type".to_string())
+    parse_sec1(der).map_err(|_| "unable to parse private key type".to_string())
 }
 
 impl PrivKey {
@@ -138,6 +169,8 @@ impl PrivKey {
 
     /// sprig's `pemBlockForKey`: PEM type and DER.
     pub fn sprig_pem(&self) -> Result<(&'static str, Vec<u8>), String> {
+        use p256::elliptic_curve::sec1::ToEncodedPoint;
+        use p256::pkcs8::AssociatedOid;
         Ok(match self {
             PrivKey::Rsa(k) => (
                 "RSA PRIVATE KEY",
@@ -148,15 +181,27 @@ impl PrivKey {
             ),
             PrivKey::P256(k) => (
                 "EC PRIVATE KEY",
-                k.to_sec1_der().map_err(|e| e.to_string())?.to_vec(),
+                marshal_sec1(
+                    &k.to_bytes(),
+                    k.public_key().to_encoded_point(false).as_bytes(),
+                    p256::NistP256::OID,
+                )?,
             ),
             PrivKey::P384(k) => (
                 "EC PRIVATE KEY",
-                k.to_sec1_der().map_err(|e| e.to_string())?.to_vec(),
+                marshal_sec1(
+                    &k.to_bytes(),
+                    k.public_key().to_encoded_point(false).as_bytes(),
+                    p384::NistP384::OID,
+                )?,
             ),
             PrivKey::P521(k) => (
                 "EC PRIVATE KEY",
-                k.to_sec1_der().map_err(|e| e.to_string())?.to_vec(),
+                marshal_sec1(
+                    &k.to_bytes(),
+                    k.public_key().to_encoded_point(false).as_bytes(),
+                    p521::NistP521::OID,
+                )?,
             ),
             PrivKey::Ed25519(_) => ("PRIVATE KEY", self.to_pkcs8()?),
         })

@@ -615,12 +615,18 @@ fn lists(m: &mut FuncMap) {
     for name in ["rest", "mustRest"] {
         def(m, name, vec![Interface], |a| {
             let l = items(&a[0], "Cannot find rest on type")?;
+            if l.is_empty() {
+                return Ok(Value::nil_list());
+            }
             Ok(Value::list(l.into_iter().skip(1).collect()))
         });
     }
     for name in ["initial", "mustInitial"] {
         def(m, name, vec![Interface], |a| {
             let mut l = items(&a[0], "Cannot find initial on type")?;
+            if l.is_empty() {
+                return Ok(Value::nil_list());
+            }
             l.pop();
             Ok(Value::list(l))
         });
@@ -771,6 +777,7 @@ fn deep_copy(v: &Value, depth: usize) -> Result<Value, crate::func::FuncError> {
                 .map(|x| deep_copy(x, depth + 1))
                 .collect::<Result<_, _>>()?,
         ),
+        Value::Slice(s) if s.nil => v.clone(),
         Value::Slice(s) => Value::typed_slice(
             s.elem.clone(),
             s.items
@@ -913,7 +920,14 @@ fn dicts(m: &mut FuncMap) {
         ))
     });
     for name in ["deepCopy", "mustDeepCopy"] {
-        def(m, name, vec![Interface], |a| deep_copy(&a[0], 0));
+        def(m, name, vec![Interface], |a| {
+            // copystructure.Copy(nil) asks reflect for the type of the zero Value,
+            // which panics; text/template reports the panic as the call's error.
+            if a[0].is_nil() {
+                return Err(perr("reflect: call of reflect.Value.Type on zero Value"));
+            }
+            deep_copy(&a[0], 0)
+        });
     }
     defv(m, "dig", vec![], Interface, |a| {
         if a.len() < 3 {
