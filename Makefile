@@ -26,7 +26,7 @@ clippy:
 
 # Unit and integration tests, with the real moto and OpenBao servers started around them.
 test-unit:
-	$(CARGO) build -p esr -p esr-testkit --bins
+	$(CARGO) build -p esr -p esr-testkit -p esr-test-azure-server --bins
 ifeq ($(NEXTEST),yes)
 	scripts/test-servers.sh $(CARGO) nextest run --workspace --no-fail-fast
 else

@@ -1,6 +1,6 @@
-//! The Azure Key Vault (`azurekv`) provider end to end, against the crate's HTTPS Key Vault +
-//! Entra test server (`esr-azure-kv-test-server`, built from esr-provider-azure with the
-//! `test-server` feature). The esr binary is pointed at it with the test-only env vars
+//! The Azure Key Vault (`azurekv`) provider end to end, against the HTTPS Key Vault + Entra test
+//! server (`esr-azure-kv-test-server`, from the test-support crate
+//! `crates/testsupport/azure-server`). The esr binary is pointed at it with the test-only env vars
 //! `ESR_AZURE_EXTRA_CA_FILE`, `ESR_AZURE_AUTHORITY_HOST` and
 //! `ESR_AZURE_SKIP_CHALLENGE_RESOURCE_CHECK`:
 //! * `esr render` with a ClusterSecretStore (service principal) and data/extract/find/tags;
@@ -58,9 +58,7 @@ impl Kv {
                 "build",
                 "-q",
                 "-p",
-                "esr-provider-azure",
-                "--features",
-                "test-server",
+                "esr-test-azure-server",
                 "--bin",
                 "esr-azure-kv-test-server",
             ],

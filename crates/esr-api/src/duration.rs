@@ -23,17 +23,18 @@ const HOUR: u64 = 60 * MINUTE;
 /// 1 << 63: one more than the largest positive duration.
 const LIMIT: u64 = 1 << 63;
 
-/// Why a duration string was rejected. The messages follow Go's `time: invalid duration "x"` style.
+/// Why a duration string was rejected. The messages are Go's `time.ParseDuration` errors, with the
+/// input quoted the way Go's `time` package quotes it (see [`go_quote`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// The string does not have the `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` shape.
-    #[error("time: invalid duration {0:?}")]
+    #[error("time: invalid duration {}", go_quote(.0))]
     Invalid(String),
     /// A number is not followed by a unit.
-    #[error("time: missing unit in duration {0:?}")]
+    #[error("time: missing unit in duration {}", go_quote(.0))]
     MissingUnit(String),
     /// The unit is not one of ns, us, µs, μs, ms, s, m, h.
-    #[error("time: unknown unit {unit:?} in duration {input:?}")]
+    #[error("time: unknown unit {} in duration {}", go_quote(.unit), go_quote(.input))]
     UnknownUnit {
         /// The unit found.
         unit: String,
@@ -41,8 +42,37 @@ pub enum DurationError {
         input: String,
     },
     /// The value does not fit in a signed 64-bit count of nanoseconds.
-    #[error("time: invalid duration {0:?}")]
+    #[error("time: invalid duration {}", go_quote(.0))]
     Overflow(String),
+    /// A valid but negative duration where only non-negative ones are meaningful ([`parse_std`]).
+    #[error("time: invalid duration {}", go_quote(.0))]
+    Negative(String),
+}
+
+/// Quotes `s` the way Go's `time` package does in its error messages (its private `quote`, not
+/// `strconv.Quote`): printable ASCII is kept, `"` and `\` are backslash-escaped, and every byte of
+/// a non-ASCII or control character is written as `\xNN` (`"1µx"` → `"1\xc2\xb5x"`).
+pub fn go_quote(s: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if (' '..='\u{7f}').contains(&c) {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        } else {
+            let mut buf = [0_u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str("\\x");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A signed duration with nanosecond precision, like Go's `time.Duration`.
@@ -252,6 +282,14 @@ pub fn parse(input: &str) -> Result<GoDuration, DurationError> {
     i64::try_from(total).map(GoDuration).map_err(|_| overflow())
 }
 
+/// Parses a Go duration string that must not be negative, as a `std::time::Duration` (settings
+/// such as retry intervals and cache lifetimes, where a negative value has no meaning).
+pub fn parse_std(input: &str) -> Result<std::time::Duration, DurationError> {
+    parse(input)?
+        .to_std()
+        .ok_or_else(|| DurationError::Negative(input.to_owned()))
+}
+
 /// Appends the fraction `v / 10^prec` (without trailing zeros, with a leading `.` when non-empty)
 /// and returns the integer part (Go's `fmtFrac`).
 fn push_frac(out: &mut Vec<u8>, mut v: u64, prec: u32) -> u64 {
@@ -447,5 +485,58 @@ mod tests {
             GoDuration::from_std(std::time::Duration::from_secs(3600)).to_string(),
             "1h0m0s"
         );
+    }
+    #[test]
+    fn template_and_provider_vectors() {
+        // Parsing vectors of the template functions (dateModify, durationRound).
+        assert_eq!(p("90m"), 90 * MINUTE as i64);
+        assert_eq!(p("2h10m5s"), 7_805_000_000_000);
+        assert_eq!(p("1.5s"), 1_500_000_000);
+        assert_eq!(p("-1m"), -60_000_000_000);
+        assert_eq!(p("0"), 0);
+        for bad in ["bogus", "", "5", "abc"] {
+            assert!(parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        // Formatting vectors of the template's %v of a time.Duration.
+        assert_eq!(f(0), "0s");
+        assert_eq!(f(1_500_000_000), "1.5s");
+        assert_eq!(f(300_000_000), "300ms");
+        assert_eq!(f(1_000), "1µs");
+        assert_eq!(f(-90_000_000_000), "-1m30s");
+        assert_eq!(f(5), "5ns");
+        // Non-negative settings (AWS retryInterval, cache TTL, batch window).
+        use std::time::Duration;
+        assert_eq!(parse_std("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_std("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_std("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_std("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_std("0"), Ok(Duration::ZERO));
+        assert!(parse_std("5").is_err());
+        assert!(parse_std("abc").is_err());
+        assert_eq!(
+            parse_std("-1s"),
+            Err(DurationError::Negative("-1s".to_owned()))
+        );
+    }
+
+    #[test]
+    fn error_messages_are_gos() {
+        let msg = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(msg("bogus"), r#"time: invalid duration "bogus""#);
+        assert_eq!(msg(""), r#"time: invalid duration """#);
+        assert_eq!(msg("5"), r#"time: missing unit in duration "5""#);
+        assert_eq!(msg("1d"), r#"time: unknown unit "d" in duration "1d""#);
+        assert_eq!(msg("3000000h"), r#"time: invalid duration "3000000h""#);
+        assert_eq!(
+            parse_std("-1s").unwrap_err().to_string(),
+            r#"time: invalid duration "-1s""#
+        );
+        // Go's time package escapes every byte of non-ASCII and control characters.
+        assert_eq!(
+            msg("1µx"),
+            r#"time: unknown unit "\xc2\xb5x" in duration "1\xc2\xb5x""#
+        );
+        assert_eq!(msg("a\"b\\\n"), r#"time: invalid duration "a\"b\\\x0a""#);
+        assert_eq!(go_quote("\u{7f}"), "\"\u{7f}\"");
     }
 }

@@ -1,4 +1,6 @@
-//! ESO-identical hashes (eso-inventory §0).
+//! ESO-identical hashes: `status.syncedResourceVersion`, the `reconcile.external-secrets.io/data-hash`
+//! annotation, the `reconcile.external-secrets.io/created-by` label, the long-name field manager
+//! and the GeneratorState owner key.
 //!
 //! ESO's `ObjectHash(x)` is the lowercase hex SHA3-224 of Go's `fmt.Sprintf("%+v", x)`. The
 //! functions here build the exact Go `%+v` text for the values ESO hashes and hash it:

@@ -1,9 +1,19 @@
 //! Semantic validation of external-secrets.io objects: the rules ESO's admission webhook enforces on
-//! top of the CRD schema (eso-inventory §1.4 and §2). Each function returns one message per
-//! violated rule (empty means valid); the messages follow ESO's webhook texts where ESO has one.
+//! top of the CRD schema. Each function returns one message per violated rule (empty means valid);
+//! the messages follow ESO's webhook texts where ESO has one.
 //!
 //! - [`validate_external_secret`] (`externalsecret_validator.go`, plus the template rules the
-//!   controller re-checks in `ValidateSecretTemplate`);
+//!   controller re-checks in `ValidateSecretTemplate`):
+//!   - `deletionPolicy=Delete` is rejected with creationPolicy `Merge`, `None` or `CreateOrMerge`,
+//!     and `deletionPolicy=Merge` with creationPolicy `None`;
+//!   - at least one of `data` or `dataFrom` is required;
+//!   - each `dataFrom` entry needs exactly one of `extract`, `find` or `sourceRef.generatorRef`, and
+//!     a `sourceRef` needs a `storeRef` or a `generatorRef`;
+//!   - for a Secret target (no `manifest`): template type `bootstrap.kubernetes.io/token` is always
+//!     rejected, `templateFrom[].target` must be `Data`, `Annotations` or `Labels`, and type
+//!     `kubernetes.io/service-account-token` is rejected together with the
+//!     `kubernetes.io/service-account.name` annotation or a templateFrom target of `Annotations`;
+//!   - with `deletionPolicy=Retain`, duplicate `data[].secretKey` values are rejected;
 //! - [`validate_secret_store`] / [`validate_cluster_secret_store`] (`secretstore_validator.go`:
 //!   `conditions[].namespaceRegexes` must compile as Go regexps; plus the `refreshInterval` rule:
 //!   an int-or-string that must be a non-negative number of seconds or Go duration). The caller

@@ -18,6 +18,7 @@
 //!   schema when the CRD is created.
 //! - [`check_cel_rules`]: the CRD-time compile and cost checks of the CEL rules.
 //! - [`invalid_status`]: the 422 `Status` object the apiserver returns for field errors.
+//! - [`meta`]: the `ObjectMeta` fields the apiserver keeps in `metadata`, and their schema.
 //!
 //! The apiserver's order for a create or update is: prune, apply defaults, validate. A full
 //! emulation is:
@@ -71,6 +72,7 @@ mod error;
 mod formats;
 pub mod gofmt;
 mod listtype;
+pub mod meta;
 mod mutate;
 pub mod names;
 mod node;

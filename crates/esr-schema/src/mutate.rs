@@ -6,25 +6,6 @@ use crate::node::{Additional, Node};
 
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
-/// The `ObjectMeta` fields the apiserver keeps in an embedded resource's `metadata`.
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 struct PathBuf {
     parts: Vec<String>,
 }
@@ -225,7 +206,7 @@ fn coerce_embedded_metadata(meta: Option<&mut Value>, p: &mut PathBuf, out: &mut
     p.key("metadata");
     let keys: Vec<String> = m.keys().cloned().collect();
     for k in keys {
-        if !OBJECT_META_FIELDS.contains(&k.as_str()) {
+        if !crate::meta::is_object_meta_field(&k) {
             out.push(p.with_key(&k));
             m.remove(&k);
         }

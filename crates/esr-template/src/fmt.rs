@@ -1,6 +1,7 @@
 //! Go's `fmt` printing for [`Value`]s: `Sprint`, `Sprintln`, `Sprintf` with all
 //! verbs, flags, widths, precisions and argument indexes, plus the pieces of
-//! `strconv` they need (`FormatFloat`, `Quote`) and `time.Duration.String`.
+//! `strconv` they need (`FormatFloat`, `Quote`). A `time.Duration` prints with
+//! [`esr_api::duration::format`] (Go's `Duration.String`).
 //!
 //! Output matches Go's byte for byte for the types modelled in [`crate::value`]:
 //! maps print as `map[k:v]` with sorted keys, floats with `%v` use the shortest
@@ -9,6 +10,7 @@
 //! `%!d(string=x)`, missing and extra arguments `%!s(MISSING)` / `%!(EXTRA …)`.
 
 use crate::value::{GoType, Value};
+use esr_api::duration::GoDuration;
 
 /// Maximum nesting depth printed; deeper values print as `...` (cyclic maps).
 const MAX_DEPTH: usize = 64;
@@ -458,7 +460,7 @@ impl Printer {
             Value::Uint32(u) => self.fmt_integer(u64::from(*u), false, verb, v, depth),
             Value::Duration(d) => match verb {
                 'v' | 's' | 'x' | 'X' | 'q' if !self.erroring => {
-                    let s = duration_string(*d);
+                    let s = esr_api::duration::format(GoDuration::from_nanos(*d));
                     self.fmt_string(&s, verb, v, depth);
                 }
                 _ => self.fmt_integer(*d as u64, true, verb, v, depth),
@@ -1388,82 +1390,6 @@ fn can_backquote(s: &str) -> bool {
         .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
 }
 
-// ---- time.Duration.String ------------------------------------------------------------------
-
-/// Go's `time.Duration.String()` (`1h0m0s`, `1.5s`, `300ms`, `0s`).
-pub fn duration_string(d: i64) -> String {
-    let neg = d < 0;
-    let mut u = d.unsigned_abs();
-    let mut out: Vec<u8> = Vec::new(); // built reversed
-    fn fmt_frac(out: &mut Vec<u8>, v: u64, prec: usize) -> u64 {
-        let mut v = v;
-        let mut print = false;
-        for _ in 0..prec {
-            let digit = v % 10;
-            print = print || digit != 0;
-            if print {
-                out.push(b'0' + digit as u8);
-            }
-            v /= 10;
-        }
-        if print {
-            out.push(b'.');
-        }
-        v
-    }
-    fn fmt_int(out: &mut Vec<u8>, v: u64) {
-        let mut v = v;
-        if v == 0 {
-            out.push(b'0');
-            return;
-        }
-        while v > 0 {
-            out.push(b'0' + (v % 10) as u8);
-            v /= 10;
-        }
-    }
-    const SECOND: u64 = 1_000_000_000;
-    if u < SECOND {
-        out.push(b's');
-        let prec;
-        if u == 0 {
-            return "0s".into();
-        } else if u < 1_000 {
-            prec = 0;
-            out.push(b'n');
-        } else if u < 1_000_000 {
-            prec = 3;
-            // "µ" reversed bytes
-            out.push(0xB5);
-            out.push(0xC2);
-        } else {
-            prec = 6;
-            out.push(b'm');
-        }
-        u = fmt_frac(&mut out, u, prec);
-        fmt_int(&mut out, u);
-    } else {
-        out.push(b's');
-        u = fmt_frac(&mut out, u, 9);
-        fmt_int(&mut out, u % 60);
-        u /= 60;
-        if u > 0 {
-            out.push(b'm');
-            fmt_int(&mut out, u % 60);
-            u /= 60;
-            if u > 0 {
-                out.push(b'h');
-                fmt_int(&mut out, u);
-            }
-        }
-    }
-    if neg {
-        out.push(b'-');
-    }
-    out.reverse();
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 #[allow(clippy::approx_constant)]
 mod tests {
@@ -1576,16 +1502,6 @@ mod tests {
         );
         assert_eq!(sprint(&[Value::Nil]), "<nil>");
         assert_eq!(sprintln(&[Value::str("a"), Value::str("b")]), "a b\n");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(duration_string(0), "0s");
-        assert_eq!(duration_string(1_500_000_000), "1.5s");
-        assert_eq!(duration_string(300_000_000), "300ms");
-        assert_eq!(duration_string(1_000), "1µs");
-        assert_eq!(duration_string(-90_000_000_000), "-1m30s");
-        assert_eq!(duration_string(5), "5ns");
     }
 
     #[test]

@@ -141,9 +141,11 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Resp {
             return json_resp(200, &app.tokens.openid_configuration(), &[]);
         }
         ["openid", "v1", "jwks"] => return json_resp(200, &app.tokens.jwks(), &[]),
+        #[cfg(feature = "kubectl")]
         ["openapi", "v3"] => {
             return json_resp(200, &crate::openapi::index(&app.store.registry()), &[]);
         }
+        #[cfg(feature = "kubectl")]
         ["openapi", "v3", rest @ ..] => {
             return match crate::openapi::group_version_doc(&app.store.registry(), rest) {
                 Some(v) => json_resp(200, &v, &[]),
@@ -445,6 +447,29 @@ fn admin_faults(app: &App, method: &Method, body: &[u8]) -> Resp {
     }
 }
 
+/// A protobuf body: decoded for what kubectl's typed generators send (feature `kubectl`).
+#[cfg(feature = "kubectl")]
+fn decode_protobuf(_ct: &str, body: &[u8]) -> ApiResult<Value> {
+    crate::proto::decode_body(body)
+}
+
+/// A protobuf body without the `kubectl` feature: refused like CBOR.
+#[cfg(not(feature = "kubectl"))]
+fn decode_protobuf(ct: &str, _body: &[u8]) -> ApiResult<Value> {
+    Err(unsupported_media_type(ct))
+}
+
+/// The 415 a body in a format other than JSON, YAML (or kubectl's protobuf) gets.
+fn unsupported_media_type(ct: &str) -> ApiError {
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml ({ct})"
+        ),
+    )
+}
+
 fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     if body.is_empty() {
         return Ok(Value::Null);
@@ -457,15 +482,9 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         serde_yaml_ng::from_slice::<Value>(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
     } else if ct.contains("protobuf") {
-        crate::proto::decode_body(body)
+        decode_protobuf(ct, body)
     } else if ct.contains("cbor") {
-        Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml ({ct})"
-            ),
-        ))
+        Err(unsupported_media_type(ct))
     } else {
         serde_json::from_slice::<Value>(body).map_err(|e| {
             ApiError::bad_request(format!(
@@ -572,13 +591,18 @@ async fn serve(
             &format!("{}/{}", t.plural, t.name),
         ));
     }
+    // `kubectl get` asks for a meta.k8s.io/v1 Table (feature `kubectl`).
+    #[cfg(feature = "kubectl")]
     let as_table = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(crate::table::wants_table);
+    #[cfg(not(feature = "kubectl"))]
+    let as_table = false;
     match verb {
         "get" => {
             let o = store.get(&rt, &t.namespace, &t.name)?;
+            #[cfg(feature = "kubectl")]
             if as_table {
                 return Ok(json_resp(
                     200,
@@ -616,6 +640,7 @@ async fn serve(
                 let rv = store.current_rv();
                 return Ok(list_resp(&rt, &deleted, rv, None, None));
             }
+            #[cfg(feature = "kubectl")]
             if as_table {
                 let items: Vec<&Value> = page.items.iter().map(|a| &**a).collect();
                 return Ok(json_resp(
@@ -1127,8 +1152,12 @@ async fn watch(
     tokio::spawn(async move {
         let _guard = guard;
         let mut last_rv = cur_rv;
+        #[cfg(feature = "kubectl")]
         let mut columns_sent = false;
+        // Only the Table rendering (feature `kubectl`) mutates state between events.
+        #[cfg_attr(not(feature = "kubectl"), allow(unused_mut))]
         let mut send_ev = |typ: EvType, obj: &Value| -> Bytes {
+            #[cfg(feature = "kubectl")]
             if as_table {
                 let rv = obj["metadata"]["resourceVersion"]
                     .as_str()

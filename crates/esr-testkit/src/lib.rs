@@ -7,6 +7,12 @@
 //! server-side apply), delete with finalizers and garbage collection, namespaces, the status
 //! subresource, ServiceAccount tokens and TokenReview. See README.md for the full list.
 //!
+//! The default feature `kubectl` adds what only kubectl needs: OpenAPI v3 documents
+//! ([`openapi`]), `meta.k8s.io/v1` Table responses for `kubectl get` ([`table`]) and the protobuf
+//! request bodies of kubectl's typed generators ([`proto`]). Without it, `/openapi/v3` is 404,
+//! a Table request gets the plain JSON object or list, and a protobuf body is refused with 415 like
+//! CBOR; kube-rs clients use none of these.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), esr_testkit::TestkitError> {
 //! let server = esr_testkit::TestServer::start().await?;
@@ -25,12 +31,15 @@ pub mod faults;
 pub mod http;
 pub mod managed;
 pub mod object_validation;
+#[cfg(feature = "kubectl")]
 pub mod openapi;
+#[cfg(feature = "kubectl")]
 pub mod proto;
 pub mod registry;
 pub mod schema;
 pub mod selector;
 pub mod store;
+#[cfg(feature = "kubectl")]
 pub mod table;
 pub mod tokens;
 

@@ -252,55 +252,16 @@ pub fn version_priority(v: &str) -> (u8, u64, u64) {
     (0, 0, 0)
 }
 
-fn object_meta_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "name": {"type": "string"},
-            "generateName": {"type": "string"},
-            "namespace": {"type": "string"},
-            "selfLink": {"type": "string"},
-            "uid": {"type": "string"},
-            "resourceVersion": {"type": "string"},
-            "generation": {"type": "integer", "format": "int64"},
-            "creationTimestamp": {"type": "string", "format": "date-time"},
-            "deletionTimestamp": {"type": "string", "format": "date-time"},
-            "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-            "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
-            "ownerReferences": {
-                "type": "array",
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["uid"],
-                "items": {
-                    "type": "object",
-                    "required": ["apiVersion", "kind", "name", "uid"],
-                    "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "name": {"type": "string"},
-                        "uid": {"type": "string"},
-                        "controller": {"type": "boolean"},
-                        "blockOwnerDeletion": {"type": "boolean"}
-                    }
-                }
-            },
-            "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "x-kubernetes-list-type": "atomic"}
-        }
-    })
-}
-
 /// The schema of `metadata`, shared by all kinds.
 pub fn metadata_schema() -> Value {
-    object_meta_schema()
+    esr_schema::meta::object_meta_schema()
 }
 
 fn object_schema(description: &str, props: Value) -> Value {
     let mut p = json!({
         "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
         "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
-        "metadata": object_meta_schema(),
+        "metadata": metadata_schema(),
     });
     if let (Some(pm), Some(extra)) = (p.as_object_mut(), props.as_object()) {
         for (k, v) in extra {
@@ -592,7 +553,7 @@ fn builtin_types() -> Vec<ResourceType> {
         v.push(t);
     }
     let pod_template = json!({"type": "object", "properties": {
-        "metadata": object_meta_schema(),
+        "metadata": metadata_schema(),
         "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
             "containers": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": container_schema()},
             "initContainers": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": container_schema()},
@@ -990,7 +951,7 @@ pub fn object_root_schema(rt: &ResourceType) -> Arc<Value> {
 fn build_root_schema(rt: &ResourceType) -> Value {
     let mut s = (*rt.schema).clone();
     if let Some(props) = s.get_mut("properties").and_then(Value::as_object_mut) {
-        props.insert("metadata".into(), object_meta_schema());
+        props.insert("metadata".into(), metadata_schema());
         props
             .entry("apiVersion")
             .or_insert(json!({"type": "string"}));
@@ -998,7 +959,7 @@ fn build_root_schema(rt: &ResourceType) -> Value {
     } else if let Some(o) = s.as_object_mut() {
         o.insert(
             "properties".into(),
-            json!({"metadata": object_meta_schema(), "apiVersion": {"type": "string"}, "kind": {"type": "string"}}),
+            json!({"metadata": metadata_schema(), "apiVersion": {"type": "string"}, "kind": {"type": "string"}}),
         );
     }
     s

@@ -1541,30 +1541,12 @@ fn immutable_check(rt: &ResourceType, old: &Value, new: &Value, fields: &[&str])
     }
 }
 
-const META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 fn unknown_metadata_fields(obj: &mut Value) -> Vec<String> {
     let mut out = vec![];
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         let bad: Vec<String> = m
             .keys()
-            .filter(|k| !META_FIELDS.contains(&k.as_str()))
+            .filter(|k| !esr_schema::meta::is_object_meta_field(k))
             .cloned()
             .collect();
         for b in bad {

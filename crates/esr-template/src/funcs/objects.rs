@@ -5,7 +5,6 @@
 use std::any::Any;
 use std::cmp::Ordering;
 
-use crate::fmt::duration_string;
 use crate::func::{FuncError, Signature};
 use crate::value::{GoObject, GoType, Kind, Value};
 
@@ -404,9 +403,4 @@ impl GoObject for CertObj {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// `time.Duration.String()` of nanoseconds.
-pub fn duration_str(ns: i64) -> String {
-    duration_string(ns)
 }

@@ -7,6 +7,8 @@ use bigdecimal::{BigDecimal, RoundingMode};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
+use esr_api::duration::GoDuration;
+
 use crate::fmt::{format_v, quote, quote_bytes};
 use crate::func::FuncMap;
 use crate::value::{GoType as T, MapRef, Value};
@@ -1140,8 +1142,8 @@ fn dates(m: &mut FuncMap) {
     for n in ["dateModify", "date_modify"] {
         def(m, n, vec![S, ttime()], |a| {
             let t = as_time(&a[1]).unwrap_or_else(GoTime::zero);
-            Ok(time(match gotime::parse_duration(s(a, 0)) {
-                Ok(d) => t.add(d),
+            Ok(time(match esr_api::duration::parse(s(a, 0)) {
+                Ok(d) => t.add(d.as_nanos()),
                 Err(_) => t,
             }))
         });
@@ -1149,9 +1151,9 @@ fn dates(m: &mut FuncMap) {
     for n in ["mustDateModify", "must_date_modify"] {
         def(m, n, vec![S, ttime()], |a| {
             let t = as_time(&a[1]).unwrap_or_else(GoTime::zero);
-            gotime::parse_duration(s(a, 0))
-                .map(|d| time(t.add(d)))
-                .map_err(err)
+            esr_api::duration::parse(s(a, 0))
+                .map(|d| time(t.add(d.as_nanos())))
+                .map_err(|e| err(e.to_string()))
         });
     }
     def(m, "toDate", vec![S, S], |a| {
@@ -1179,9 +1181,8 @@ fn dates(m: &mut FuncMap) {
             .signed_duration_since(t.utc)
             .num_nanoseconds()
             .unwrap_or(i64::MAX);
-        ok_str(objects::duration_str(gotime::duration_round(
-            since,
-            1_000_000_000,
+        ok_str(esr_api::duration::format(GoDuration::from_nanos(
+            gotime::duration_round(since, 1_000_000_000),
         )))
     });
     def(m, "duration", vec![Interface], |a| {
@@ -1190,11 +1191,13 @@ fn dates(m: &mut FuncMap) {
             Value::Int64(i) => *i,
             _ => 0,
         };
-        ok_str(objects::duration_str(n.wrapping_mul(1_000_000_000)))
+        ok_str(esr_api::duration::format(GoDuration::from_nanos(
+            n.wrapping_mul(1_000_000_000),
+        )))
     });
     def(m, "durationRound", vec![Interface], |a| {
         let d: i64 = match &a[0] {
-            Value::String(st) => gotime::parse_duration(st).unwrap_or(0),
+            Value::String(st) => esr_api::duration::parse(st).map_or(0, GoDuration::as_nanos),
             Value::Int64(i) => *i,
             v => match as_time(v) {
                 Some(t) => GoTime::now()

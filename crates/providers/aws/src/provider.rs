@@ -14,7 +14,7 @@ use crate::calls::CallLog;
 use crate::client::SmClient;
 use crate::error::AwsError;
 use crate::fetcher::{CostOptions, Fetcher};
-use crate::spec::{AwsProviderSpec, RetrySettings, parse_go_duration};
+use crate::spec::{AwsProviderSpec, RetrySettings};
 
 /// Options of the provider (not of a store).
 #[derive(Debug, Clone, Default)]
@@ -32,11 +32,11 @@ impl AwsProviderOptions {
     pub fn from_env() -> Result<Self, AwsError> {
         let mut o = Self::default();
         if let Ok(v) = std::env::var("ESR_AWS_CACHE_TTL") {
-            o.cost.cache_ttl = parse_go_duration(&v)
+            o.cost.cache_ttl = esr_api::duration::parse_std(v.trim())
                 .map_err(|e| AwsError::invalid(format!("ESR_AWS_CACHE_TTL: {e}")))?;
         }
         if let Ok(v) = std::env::var("ESR_AWS_BATCH_WINDOW") {
-            o.cost.batch_window = parse_go_duration(&v)
+            o.cost.batch_window = esr_api::duration::parse_std(v.trim())
                 .map_err(|e| AwsError::invalid(format!("ESR_AWS_BATCH_WINDOW: {e}")))?;
         }
         if let Ok(v) = std::env::var("ESR_AWS_PREFETCH") {

@@ -265,56 +265,15 @@ impl RetrySettings {
     pub fn resolve(&self) -> Result<(u32, Option<Duration>), AwsError> {
         let attempts = self.max_retries.unwrap_or(3).max(1) as u32;
         let delay = match &self.retry_interval {
-            Some(s) if !s.is_empty() => Some(parse_go_duration(s).map_err(|e| {
-                AwsError::invalid(format!("unable to initialize aws provider: {e}"))
-            })?),
+            Some(s) if !s.is_empty() => {
+                Some(esr_api::duration::parse_std(s.trim()).map_err(|e| {
+                    AwsError::invalid(format!("unable to initialize aws provider: {e}"))
+                })?)
+            }
             _ => None,
         };
         Ok((attempts, delay))
     }
-}
-
-/// Parse a Go `time.ParseDuration` string ("1.5s", "2m30s", "300ms", "1h").
-pub fn parse_go_duration(input: &str) -> Result<Duration, String> {
-    let s = input.trim();
-    let err = || format!("time: invalid duration {input:?}");
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.starts_with('-') {
-        return Err(err());
-    }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    if s.is_empty() {
-        return Err(err());
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(err)?;
-        if num_end == 0 {
-            return Err(err());
-        }
-        let n: f64 = rest[..num_end].parse().map_err(|_| err())?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(err()),
-        };
-        total += n * factor;
-        rest = &rest[unit_end..];
-    }
-    Ok(Duration::from_secs_f64(total))
 }
 
 /// The version selector of a remote reference.
@@ -502,23 +461,18 @@ mod tests {
     }
 
     #[test]
-    fn go_durations() {
-        assert_eq!(parse_go_duration("1s").unwrap(), Duration::from_secs(1));
-        assert_eq!(parse_go_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert_eq!(
-            parse_go_duration("250ms").unwrap(),
-            Duration::from_millis(250)
-        );
-        assert_eq!(
-            parse_go_duration("1.5h").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert!(parse_go_duration("5").is_err());
-        assert!(parse_go_duration("abc").is_err());
+    fn retry_settings() {
         let r = RetrySettings {
             max_retries: Some(5),
             retry_interval: Some("2s".into()),
         };
         assert_eq!(r.resolve().unwrap(), (5, Some(Duration::from_secs(2))));
+        for bad in ["5", "abc", "-1s"] {
+            let r = RetrySettings {
+                max_retries: None,
+                retry_interval: Some(bad.into()),
+            };
+            assert!(r.resolve().is_err(), "{bad:?} should be rejected");
+        }
     }
 }

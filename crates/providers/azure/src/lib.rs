@@ -18,8 +18,6 @@ pub mod error;
 pub mod keys;
 pub mod object;
 pub mod provider;
-#[cfg(feature = "test-server")]
-pub mod test_server;
 
 /// The `spec.provider` key.
 pub const PROVIDER_KEY: &str = "azurekv";

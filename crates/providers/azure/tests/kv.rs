@@ -1,4 +1,4 @@
-//! The azurekv provider against the HTTPS Key Vault + Entra fake (`test_server`), through the
+//! The azurekv provider against the HTTPS Key Vault + Entra fake (`esr_test_azure_server`), through the
 //! official SDK's real challenge flow and token acquisition.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,8 +10,8 @@ use esr_provider::{
     Provider, PushRemoteRef, PushRequest, SecretRef, SecretsClient, StaticKubeAccess, StoreInfo,
     StoreKind, ValidationResult,
 };
-use esr_provider_azure::test_server::KvServer;
 use esr_provider_azure::{AzureKeyVaultProvider, AzureOptions};
+use esr_test_azure_server::KvServer;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use serde_json::{Value, json};
 

@@ -1,11 +1,11 @@
-//! Runs the Key Vault + Entra test server (feature `test-server`) as a process, for e2e tests.
+//! Runs the Key Vault + Entra test server as a process, for e2e tests.
 //!
 //! `esr-azure-kv-test-server <dir> <tenant> <client-id> <client-secret> [seed.json]` writes
 //! `<dir>/ca.pem` and then `<dir>/url` and serves until killed. `seed.json`:
 //! `{"secrets": {"name": [{"value": "...", "tags": {"k": "v"}}]}}` (versions oldest first).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use esr_provider_azure::test_server::KvServer;
+use esr_test_azure_server::KvServer;
 
 #[tokio::main]
 async fn main() {

@@ -1,5 +1,6 @@
-//! An HTTPS fake of Azure Key Vault's data plane and of the Entra v2 token endpoint, for tests
-//! (feature `test-server`; never compiled into esr).
+//! esr-test-azure-server: an HTTPS fake of Azure Key Vault's data plane and of the Entra v2 token
+//! endpoint, for esr-provider-azure's tests and the e2e suite (test support, `publish = false`;
+//! never a dependency of esr). The binary `esr-azure-kv-test-server` runs it as a process.
 //!
 //! It follows Microsoft's published REST API (api-version 2025-07-01): the bearer challenge
 //! (401 + `WWW-Authenticate: Bearer authorization=".../<tenant>", resource="https://vault.azure.net"`),
