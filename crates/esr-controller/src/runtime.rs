@@ -22,6 +22,7 @@ use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
 use crate::common::refresh;
+use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::referenced_stores;
 use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
 use crate::externalsecret::reconcile::{es_error_policy, reconcile_es};
@@ -80,7 +81,29 @@ pub enum Error {
     Kube(#[from] kube::Error),
     /// A sync failure (already recorded in status and events).
     #[error("{0}")]
-    Sync(String),
+    Sync(#[from] SyncError),
+    /// A store controller failure (already recorded on the store's status and events).
+    #[error("{0}")]
+    Store(String),
+}
+
+impl Error {
+    /// The `reason` label of `externalsecret_sync_calls_error` (see [`crate::metrics`]).
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kubernetes",
+            Error::Sync(e) => e.metric_label(),
+            Error::Store(_) => "store",
+        }
+    }
+
+    /// The backend's retry-after hint when it throttled us.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Sync(e) => e.retry_after(),
+            _ => None,
+        }
+    }
 }
 
 /// Store lookup over reflector caches, falling back to direct GETs on a cache miss.

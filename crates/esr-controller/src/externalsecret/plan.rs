@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::common::refresh::{self, RefreshState, Requeue, SecretValidity};
+use crate::externalsecret::error::{MutateError, SyncError};
 use crate::externalsecret::hash;
 use crate::externalsecret::pipeline::{Assembled, DataMap};
 
@@ -155,12 +156,11 @@ pub fn generic_target_error(
 /// `SecretSyncedError` `invalid generic target: <error>`, a Warning `UpdateFailed`, no requeue
 /// (ESO).
 pub fn generic_target_failed(es: &EsView, err: &GenericTargetError, now: DateTime<Utc>) -> Plan {
-    let text = err.to_string();
     failed_plan(
         es,
         reason::SECRET_SYNCED_ERROR,
-        &detailed(msg::ERR_GENERIC_TARGET, &text),
-        text,
+        &detailed(msg::ERR_GENERIC_TARGET, &err.to_string()),
+        SyncError::GenericTarget(err.clone()),
         now,
         true,
         Vec::new(),
@@ -559,9 +559,24 @@ pub enum Outcome {
     /// Success (after the writes succeed).
     Done,
     /// Failure that retries with backoff (the error text is in the Warning event).
-    Retry(String),
+    Retry(SyncError),
     /// Failure that must not requeue (terminal until the next watch event).
-    Terminal(String),
+    Terminal(SyncError),
+}
+
+impl Outcome {
+    /// The failure, if any.
+    pub fn error(&self) -> Option<&SyncError> {
+        match self {
+            Outcome::Done => None,
+            Outcome::Retry(e) | Outcome::Terminal(e) => Some(e),
+        }
+    }
+
+    /// The failure's text (ESO's), if any.
+    pub fn text(&self) -> Option<String> {
+        self.error().map(ToString::to_string)
+    }
 }
 
 /// The result of [`plan`].
@@ -654,12 +669,12 @@ fn failed_plan(
     es: &EsView,
     reason_: &str,
     message: &str,
-    error: String,
+    error: SyncError,
     now: DateTime<Utc>,
     terminal: bool,
     mut events: Vec<EventRec>,
 ) -> Plan {
-    let (status, ev) = mark_failed_as(es, &es.status, reason_, message, &error, now);
+    let (status, ev) = mark_failed_as(es, &es.status, reason_, message, &error.to_string(), now);
     events.push(ev);
     Plan {
         outcome: if terminal {
@@ -713,13 +728,6 @@ pub fn managed_keys(secret: &Secret, field_manager: &str, path: &[&str]) -> Vec<
     out
 }
 
-#[derive(Debug)]
-enum MutateError {
-    IsOwned(String),
-    SetCtrlRef(String),
-    Template(String),
-}
-
 fn owner_ref(es: &EsView) -> OwnerReference {
     OwnerReference {
         api_version: ES_API_VERSION.to_string(),
@@ -756,17 +764,17 @@ fn mutate(
     let owner_is_es = controller.as_ref().is_some_and(is_es_ref);
     let owner_is_current = owner_is_es && controller.as_ref().is_some_and(|c| c.name == es.name);
     if owner_is_es && !owner_is_current {
-        let name = controller.map(|c| c.name).unwrap_or_default();
-        return Err(MutateError::IsOwned(format!(
-            "secret is owned by another ExternalSecret: {name}"
-        )));
+        let owner = controller.map(|c| c.name).unwrap_or_default();
+        return Err(MutateError::IsOwned { owner });
     }
     if es.creation == CreationPolicy::Owner {
         if let Some(c) = controller.as_ref().filter(|_| !owner_is_current) {
-            return Err(MutateError::SetCtrlRef(format!(
-                "could not set controller reference on secret: Object {}/{} is already owned by another {} controller {}",
-                es.namespace, es.target_name, c.kind, c.name
-            )));
+            return Err(MutateError::SetControllerRef {
+                namespace: es.namespace.clone(),
+                target: es.target_name.clone(),
+                kind: c.kind.clone(),
+                owner: c.name.clone(),
+            });
         }
         let ours = owner_ref(es);
         if let Some(existing) = refs.iter_mut().find(|r| is_es_ref(r) && r.name == es.name) {
@@ -893,8 +901,8 @@ fn secrets_equal(a: &Secret, b: &Secret) -> bool {
 pub struct PlanInput<'a> {
     /// The ExternalSecret.
     pub es: &'a EsView,
-    /// Provider data, or the wrapped provider error text.
-    pub provider: Result<Assembled, String>,
+    /// Provider data, or why fetching it failed.
+    pub provider: Result<Assembled, SyncError>,
     /// The existing target Secret (full object from a direct GET).
     pub existing: Option<&'a Secret>,
     /// Names of Secrets in the namespace carrying our created-by label.
@@ -938,11 +946,10 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
         match es.deletion {
             DeletionPolicy::Delete => {
                 if es.creation != CreationPolicy::Owner {
-                    let err = format!(
-                        "unable to delete secret {}: creationPolicy={} is not Owner",
-                        es.target_name,
-                        es.creation.as_str()
-                    );
+                    let err = SyncError::DeleteNotOwner {
+                        target: es.target_name.clone(),
+                        policy: es.creation.as_str(),
+                    };
                     return failed_plan(
                         es,
                         reason::SECRET_SYNCED_ERROR,
@@ -1046,15 +1053,14 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
                 meta_only.metadata = updated.metadata.clone();
                 let data_changed = !secrets_equal(&meta_only, &updated);
                 if data_changed {
-                    let err = format!(
-                        "unable to update secret {}: secret is immutable",
-                        es.target_name
-                    );
+                    let err = SyncError::Immutable {
+                        target: es.target_name.clone(),
+                    };
                     let mut p = failed_plan(
                         es,
                         reason::SECRET_IMMUTABLE,
-                        &detailed(msg::ERR_IMMUTABLE, &err),
-                        err.clone(),
+                        &detailed(msg::ERR_IMMUTABLE, &err.to_string()),
+                        err,
                         now,
                         true,
                         events,
@@ -1106,37 +1112,29 @@ fn mutate_failure(
     now: DateTime<Utc>,
     events: Vec<EventRec>,
 ) -> Plan {
-    match e {
-        MutateError::IsOwned(t) => {
-            let t = wrap_mutate(update_of, t);
-            let m = detailed(msg::ERR_IS_OWNED, &t);
-            failed_plan(es, reason::SECRET_OWNED_BY_OTHER, &m, t, now, true, events)
+    let (reason_, base, terminal) = match &e {
+        MutateError::IsOwned { .. } => {
+            (reason::SECRET_OWNED_BY_OTHER, Some(msg::ERR_IS_OWNED), true)
         }
-        MutateError::SetCtrlRef(t) => {
-            let t = wrap_mutate(update_of, t);
-            let m = detailed(msg::ERR_BECOME_OWNER, &t);
-            failed_plan(es, reason::SECRET_OWNED_BY_OTHER, &m, t, now, true, events)
-        }
-        MutateError::Template(t) => {
-            let t = wrap_mutate(update_of, format!("could not apply template: {t}"));
-            failed_plan(
-                es,
-                reason::SECRET_SYNCED_ERROR,
-                msg::ERR_UPDATE,
-                t,
-                now,
-                false,
-                events,
-            )
-        }
-    }
-}
-
-fn wrap_mutate(update_of: Option<&str>, text: String) -> String {
-    match update_of {
-        Some(name) => format!("unable to mutate secret {name}: {text}"),
-        None => text,
-    }
+        MutateError::SetControllerRef { .. } => (
+            reason::SECRET_OWNED_BY_OTHER,
+            Some(msg::ERR_BECOME_OWNER),
+            true,
+        ),
+        MutateError::Template(_) => (reason::SECRET_SYNCED_ERROR, None, false),
+    };
+    let err = match update_of {
+        Some(target) => SyncError::MutateExisting {
+            target: target.to_string(),
+            source: e,
+        },
+        None => SyncError::Mutate(e),
+    };
+    let message = match base {
+        Some(b) => detailed(b, &err.to_string()),
+        None => msg::ERR_UPDATE.to_string(),
+    };
+    failed_plan(es, reason_, &message, err, now, terminal, events)
 }
 
 /// What failed when writing the target.
@@ -1154,14 +1152,38 @@ pub enum WriteKind {
     Immutable,
 }
 
+/// The error of a failed Kubernetes API write: `api_message` is the API server's message;
+/// `previous` is the plan's own failure when there is one (the metadata-only write of an
+/// immutable target), which the text keeps in front (`<previous>; <API error>`).
+pub fn write_error(
+    es: &EsView,
+    kind: WriteKind,
+    api_message: &str,
+    previous: Option<&SyncError>,
+) -> SyncError {
+    match (kind, previous) {
+        (WriteKind::Update, _) => SyncError::Update {
+            target: es.target_name.clone(),
+            message: api_message.to_string(),
+        },
+        (WriteKind::Immutable, Some(p)) => SyncError::ImmutableWrite {
+            previous: Box::new(p.clone()),
+            message: api_message.to_string(),
+        },
+        _ => SyncError::Write {
+            message: api_message.to_string(),
+        },
+    }
+}
+
 /// Status after a failed Kubernetes API write (ESO handles write errors after the plan):
-/// Ready=False with `<base>: <API error>` (ESO v2.10+), the Warning event carrying the error
+/// Ready=False with `<base>: <error>` (ESO v2.10+), the Warning event carrying the error
 /// text. The caller requeues with backoff (conflicts are requeued at once, without a status).
 pub fn write_failed(
     es: &EsView,
     status_before: &EsStatus,
     kind: WriteKind,
-    error: &str,
+    error: &SyncError,
     now: DateTime<Utc>,
 ) -> (EsStatus, EventRec) {
     let (reason_, base) = match kind {
@@ -1170,10 +1192,7 @@ pub fn write_failed(
         WriteKind::DeleteOrphans => (reason::SECRET_SYNCED_ERROR, msg::ERR_DELETE_ORPHANED),
         WriteKind::Immutable => (reason::SECRET_IMMUTABLE, msg::ERR_IMMUTABLE),
     };
-    let text = match kind {
-        WriteKind::Update => format!("unable to update secret {}: {error}", es.target_name),
-        _ => error.to_string(),
-    };
+    let text = error.to_string();
     mark_failed_as(
         es,
         status_before,

@@ -29,20 +29,20 @@ fn dm(pairs: &[(&str, &str)]) -> DataMap {
         .collect()
 }
 
-fn data(pairs: &[(&str, &str)]) -> Result<Assembled, String> {
+fn data(pairs: &[(&str, &str)]) -> Result<Assembled, SyncError> {
     Ok(Assembled {
         data: dm(pairs),
         missing: vec![],
     })
 }
 
-fn run(es: &EsView, provider: Result<Assembled, String>, existing: Option<&Secret>) -> Plan {
+fn run(es: &EsView, provider: Result<Assembled, SyncError>, existing: Option<&Secret>) -> Plan {
     run_with(es, provider, existing, &NoTemplate, &[])
 }
 
 fn run_with(
     es: &EsView,
-    provider: Result<Assembled, String>,
+    provider: Result<Assembled, SyncError>,
     existing: Option<&Secret>,
     renderer: &dyn Renderer,
     owned: &[String],
@@ -223,7 +223,8 @@ fn every_creation_and_deletion_policy_with_empty_data_and_existing_secret() {
                         "unable to delete secret tgt: creationPolicy={} is not Owner",
                         c.as_str()
                     );
-                    assert_eq!(p.outcome, Outcome::Terminal(want.clone()));
+                    assert!(matches!(p.outcome, Outcome::Terminal(_)));
+                    assert_eq!(p.outcome.text(), Some(want.clone()));
                     assert_eq!(p.events, vec![EventRec::warning("UpdateFailed", want)]);
                     assert_eq!(
                         p.status.refresh_time, None,
@@ -288,14 +289,13 @@ fn provider_error_fails_with_backoff_and_keeps_sync_fields() {
     e.status.refresh_time = Some(t0() - chrono::Duration::hours(2));
     let p = run(
         &e,
-        Err("error processing spec.data[0] (key: db), err: Secret does not exist".into()),
+        Err(SyncError::from(esr_provider::ProviderError::not_found()).at_data(0, "db")),
         None,
     );
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry(
-            "error processing spec.data[0] (key: db), err: Secret does not exist".into()
-        )
+        p.outcome.text().as_deref(),
+        Some("error processing spec.data[0] (key: db), err: Secret does not exist")
     );
     assert_eq!(
         ready(&p),
@@ -638,11 +638,10 @@ fn owned_by_another_es_is_terminal() {
             "target is owned by another ExternalSecret: unable to mutate secret tgt: secret is owned by another ExternalSecret: other"
         )
     );
+    assert!(matches!(p.outcome, Outcome::Terminal(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Terminal(
-            "unable to mutate secret tgt: secret is owned by another ExternalSecret: other".into()
-        )
+        p.outcome.text().as_deref(),
+        Some("unable to mutate secret tgt: secret is owned by another ExternalSecret: other")
     );
     // also for Orphan: another ES owning the Secret is always an error
     let p = run(
@@ -672,7 +671,7 @@ fn owned_by_other_controller_cannot_take_ownership() {
         "failed to take ownership of target secret: unable to mutate secret tgt: could not set controller reference on secret: Object ns/tgt is already owned by another Deployment controller web"
     );
     assert!(
-        matches!(&p.outcome, Outcome::Terminal(t) if t.contains("already owned by another Deployment controller web"))
+        matches!(&p.outcome, Outcome::Terminal(t) if t.to_string().contains("already owned by another Deployment controller web"))
     );
     // Orphan does not need the controller ref: fine
     let p = run(
@@ -926,38 +925,45 @@ fn template_errors() {
         ready(&p),
         ("False", "SecretSyncedError", "could not update secret")
     );
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry("could not apply template: could not execute template: unable to execute template at key tls.crt: boom".into())
+        p.outcome.text().as_deref(),
+        Some(
+            "could not apply template: could not execute template: unable to execute template at key tls.crt: boom"
+        )
     );
     // on update, ESO wraps with "unable to mutate secret"
     let s = secret(&[("k", "v")]);
     let p = run_with(&e, data(&[("k", "v")]), Some(&s), &r, &[]);
     assert!(
-        matches!(&p.outcome, Outcome::Retry(t) if t.starts_with("unable to mutate secret tgt: could not apply template: could not execute template:"))
+        matches!(&p.outcome, Outcome::Retry(t) if t.to_string().starts_with("unable to mutate secret tgt: could not apply template: could not execute template:"))
     );
     let r = FakeRenderer {
         result: Err(RenderError::Fetch("configmaps \"tpl\" not found".into())),
     };
     let p = run_with(&e, data(&[("k", "v")]), None, &r, &[]);
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry("could not apply template: error fetching templateFrom data: configmaps \"tpl\" not found".into())
+        p.outcome.text().as_deref(),
+        Some(
+            "could not apply template: error fetching templateFrom data: configmaps \"tpl\" not found"
+        )
     );
     let mut t = tmpl();
     t.engine_version = "v1".into();
     e.template = Some(t);
     let p = run_with(&e, data(&[("k", "v")]), None, &NoTemplate, &[]);
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry("could not apply template: unsupported template engine version".into())
+        p.outcome.text().as_deref(),
+        Some("could not apply template: unsupported template engine version")
     );
     assert_eq!(p.write, SecretWrite::None);
 }
 
 struct Prefix;
 impl pipeline::KeyTransformer for Prefix {
-    fn transform_key(&self, template: &str, key: &str) -> Result<String, String> {
+    fn transform_key(&self, template: &str, key: &str) -> Result<String, pipeline::PipelineError> {
         Ok(format!("{template}{key}"))
     }
 }
@@ -1036,7 +1042,7 @@ fn write_failures_carry_the_api_error() {
     let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
     let err = "secrets \"tgt\" is forbidden: User cannot update";
     let cond = |k: WriteKind| {
-        let (st, ev) = write_failed(&e, &e.status, k, err, t0());
+        let (st, ev) = write_failed(&e, &e.status, k, &write_error(&e, k, err, None), t0());
         let c = st.ready().unwrap().clone();
         (c.reason, c.message, ev.reason, ev.message)
     };

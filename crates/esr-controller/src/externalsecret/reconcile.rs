@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
+use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
 use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
@@ -212,7 +213,7 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
         .set(started.elapsed().as_nanos() as f64);
     match &result {
         Ok(_) => ctx.failures.reset(&(ns, name)),
-        Err(_) => ctx.metrics.sync_calls_error.get_or_create(&labels).inc(),
+        Err(e) => ctx.metrics.sync_error(&name, &ns, e.metric_label()),
     }
     result
 }
@@ -325,7 +326,7 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         },
         transformer: ctx.templates.transformer(),
     };
-    let provider: Result<Assembled, String> = match fetch(&env, es).await {
+    let provider: Result<Assembled, SyncError> = match fetch(&env, es).await {
         Fetched::Skip => {
             debug!(es = %name, "skipping: store of another controller class");
             return Ok(Action::await_change());
@@ -367,16 +368,12 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                 Ok(_) => publish(&ctx.es_recorder, es, &plan::orphan_deleted_event()).await,
                 Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
                 Err(e) => {
-                    let (st, ev) = plan::write_failed(
-                        &view,
-                        &view.status,
-                        plan::WriteKind::DeleteOrphans,
-                        &kube_error_text(&e),
-                        start,
-                    );
+                    let kind = plan::WriteKind::DeleteOrphans;
+                    let err = plan::write_error(&view, kind, &kube_error_text(&e), None);
+                    let (st, ev) = plan::write_failed(&view, &view.status, kind, &err, start);
                     publish(&ctx.es_recorder, es, &ev).await;
                     write_status(ctx, &api, es, &st).await?;
-                    return Err(Error::Sync(e.to_string()));
+                    return Err(Error::Sync(err));
                 }
             }
         }
@@ -421,20 +418,17 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
                 return Ok(Action::requeue(Duration::from_millis(10)));
             }
             Err(e) => {
-                let api_err = kube_error_text(&e);
-                let (kind, detail) = match (&p.write, &outcome) {
-                    (_, Outcome::Terminal(t)) => {
-                        (plan::WriteKind::Immutable, format!("{t}; {api_err}"))
-                    }
-                    (SecretWrite::Delete(_), _) => (plan::WriteKind::Delete, api_err),
-                    (SecretWrite::Create(_), _) => (plan::WriteKind::Create, api_err),
-                    _ => (plan::WriteKind::Update, api_err),
+                let (kind, previous) = match (&p.write, &outcome) {
+                    (_, Outcome::Terminal(t)) => (plan::WriteKind::Immutable, Some(t)),
+                    (SecretWrite::Delete(_), _) => (plan::WriteKind::Delete, None),
+                    (SecretWrite::Create(_), _) => (plan::WriteKind::Create, None),
+                    _ => (plan::WriteKind::Update, None),
                 };
-                let (st, ev) = plan::write_failed(&view, &view.status, kind, &detail, start);
-                let text = ev.message.clone();
+                let err = plan::write_error(&view, kind, &kube_error_text(&e), previous);
+                let (st, ev) = plan::write_failed(&view, &view.status, kind, &err, start);
                 publish(&ctx.es_recorder, es, &ev).await;
                 status = st;
-                outcome = Outcome::Retry(text);
+                outcome = Outcome::Retry(err);
             }
         }
     }
@@ -459,32 +453,51 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         }
         Outcome::Terminal(t) => {
             warn!(es = %name, namespace = %ns, error = %t, "sync failed (terminal until the next change)");
-            ctx.metrics
-                .sync_calls_error
-                .get_or_create(&ResourceLabels {
-                    name,
-                    namespace: ns,
-                })
-                .inc();
+            ctx.metrics.sync_error(&name, &ns, t.metric_label());
             Ok(Action::await_change())
         }
         Outcome::Retry(t) => Err(Error::Sync(t)),
     }
 }
 
-/// Backoff policy of the ExternalSecret controller: 1s × 2^n up to 7 minutes.
+/// Backoff policy of the ExternalSecret controller: 1s × 2^n up to 7 minutes, or longer when
+/// the backend throttled us with a retry-after hint ([`error_delay`]).
 pub fn es_error_policy(es: Arc<ExternalSecret>, err: &Error, ctx: Arc<Context>) -> Action {
-    let delay = ctx
+    let backoff = ctx
         .failures
         .failed((es.namespace().unwrap_or_default(), es.name_any()));
+    let delay = error_delay(err, backoff);
     warn!(es = %es.name_any(), namespace = %es.namespace().unwrap_or_default(), error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
+}
+
+/// The wait before retrying after `err`: the `backoff`, lengthened to the retry-after hint of a
+/// throttling provider.
+pub fn error_delay(err: &Error, backoff: Duration) -> Duration {
+    refresh::retry_delay(backoff, err.retry_after())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn throttling_drives_the_requeue() {
+        use crate::externalsecret::error::SyncError;
+        use esr_provider::ProviderError;
+        let s = Duration::from_secs;
+        let throttled = Error::Sync(
+            SyncError::Provider(ProviderError::throttled("slow down", Some(s(30)))).at_data(0, "k"),
+        );
+        assert_eq!(error_delay(&throttled, s(1)), s(30));
+        assert_eq!(throttled.metric_label(), "throttled");
+        let without_hint = Error::Sync(ProviderError::throttled("slow down", None).into());
+        assert_eq!(error_delay(&without_hint, s(2)), s(2));
+        let other = Error::Sync(ProviderError::transient("down").into());
+        assert_eq!(error_delay(&other, s(4)), s(4));
+        assert_eq!(other.metric_label(), "transient");
+    }
 
     #[test]
     fn a_status_written_but_not_yet_cached_wins() {
