@@ -18,12 +18,10 @@ use tracing::{debug, info, warn};
 
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
-use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
-use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
-    self, Decision, EsStatus, EsView, EventRec, EventType, LABEL_OWNER, Outcome, PlanInput,
-    SecretWrite,
+    self, Admission, Decision, End, EsStatus, EsView, EventRec, EventType, LABEL_OWNER, PlanInput,
+    SecretWrite, Step, Steps,
 };
 use crate::externalsecret::template::load_sources;
 use crate::metrics::{Metrics, ResourceLabels};
@@ -218,245 +216,264 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
     result
 }
 
+/// One reconcile: gathers the inputs [`plan`] decides on (the target Secret, the provider data,
+/// the orphan candidates, the template sources) and executes the [`plan::Steps`] it returns.
 async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action, Error> {
-    let name = es.name_any();
-    let ns = es.namespace().unwrap_or_default();
-    let api: Api<ExternalSecret> = Api::namespaced(ctx.client.clone(), &ns);
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let start = now_seconds();
-    let mut view: EsView = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
-    view.status = ctx.status_for(es, std::mem::take(&mut view.status));
-
-    // ES deletion: honour deletionPolicy, then drop the finalizer.
-    if es.meta().deletion_timestamp.is_some() {
-        if es.finalizers().iter().any(|f| f == plan::FINALIZER) {
-            let existing = secrets.get_opt(&view.target_name).await?;
-            if plan::delete_target_on_es_deletion(&view, existing.as_ref()) {
-                match secrets
-                    .delete(&view.target_name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => {
-                        info!(es = %name, namespace = %ns, secret = %view.target_name, "deleted target secret")
-                    }
-                    Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            let remaining: Vec<String> = es
-                .finalizers()
-                .iter()
-                .filter(|f| *f != plan::FINALIZER)
-                .cloned()
-                .collect();
-            let patch = serde_json::json!({"metadata": {"finalizers": remaining, "resourceVersion": es.resource_version()}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-        }
-        ctx.metrics.forget(&name, &ns);
-        ctx.forget_status(es);
-        return Ok(Action::await_change());
+    let ex = Executor::new(es, ctx);
+    let view = &ex.view;
+    if view.deleting {
+        let existing = if plan::deletion_reads_target(view) {
+            ex.target().await?
+        } else {
+            None
+        };
+        return ex.run(plan::deletion(view, existing.as_ref())).await;
     }
-    // A store of another controller class: that controller's ExternalSecret. Skip before the
-    // finalizer and any status write (the refresh decision below may write status).
-    if let Ok(true) = esr_provider::store::any_store_unmanaged(
-        &ctx.stores,
-        &ns,
-        &referenced_stores(es),
-        &ctx.config.controller_class,
-    )
-    .await
-    {
-        debug!(es = %name, "skipping: store of another controller class");
-        return Ok(Action::await_change());
-    }
-    if !es.finalizers().iter().any(|f| f == plan::FINALIZER) {
-        let mut f = es.finalizers().to_vec();
-        f.push(plan::FINALIZER.to_string());
-        let patch = serde_json::json!({"metadata": {"finalizers": f}});
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-    }
-    if !ctx.config.cluster_stores
-        && es.spec.secret_store_ref.as_ref().and_then(|r| r.kind)
-            == Some(esr_api::v1::SecretStoreKind::ClusterSecretStore)
-    {
-        debug!(es = %name, "skipping: ClusterSecretStore reconciler disabled");
-        return Ok(Action::await_change());
-    }
-
-    if let Some(err) =
-        plan::generic_target_error(view.manifest.as_ref(), ctx.config.allow_generic_targets)
-    {
-        let p = plan::generic_target_failed(&view, &err, start);
-        for ev in &p.events {
-            publish(&ctx.es_recorder, es, ev).await;
-        }
-        if p.status != view.status {
-            write_status(ctx, &api, es, &p.status).await?;
-        }
-        if let Some(c) = p.status.ready() {
-            Metrics::set_condition(&ctx.metrics.es_condition, &name, &ns, "Ready", &c.status);
-        }
-        warn!(es = %name, namespace = %ns, error = %err, "generic target refused (terminal until the next change)");
-        return Ok(Action::await_change());
-    }
-
-    let existing = secrets.get_opt(&view.target_name).await?;
-    let jitter = jitter_for(view.refresh_interval);
-    match plan::decide(&view, existing.as_ref(), start, jitter) {
-        Decision::Skip { requeue, status } => {
-            if let Some(st) = status {
-                write_status(ctx, &api, es, &st).await?;
-            }
-            debug!(es = %name, namespace = %ns, "skipping refresh");
-            return Ok(to_action(requeue));
-        }
-        Decision::Sync => {}
-    }
-
-    let env = FetchEnv {
-        lookup: &ctx.stores,
-        registry: &ctx.registry,
-        kube: ctx.kube.clone(),
-        recorder: Arc::new(ctx.metrics.clone()),
-        resolve: ResolveOptions {
-            controller_class: ctx.config.controller_class.clone(),
-            flood_gate: ctx.config.flood_gate,
-        },
-        transformer: ctx.templates.transformer(),
+    let gates = plan::Gates {
+        foreign_class: ex.foreign_class().await,
+        cluster_stores: ctx.config.cluster_stores,
+        allow_generic_targets: ctx.config.allow_generic_targets,
     };
-    let provider: Result<Assembled, SyncError> = match fetch(&env, es).await {
-        Fetched::Skip => {
-            debug!(es = %name, "skipping: store of another controller class");
-            return Ok(Action::await_change());
+    match plan::admit(view, &gates, ex.start) {
+        Admission::Stop(steps) => return ex.run(steps).await,
+        Admission::Proceed(steps) => {
+            if let Some(early) = ex.run_steps(&steps, &End::Await("")).await? {
+                return Ok(early);
+            }
         }
+    }
+    let existing = ex.target().await?;
+    let jitter = jitter_for(view.refresh_interval);
+    if let Decision::Skip { requeue, status } =
+        plan::decide(view, existing.as_ref(), ex.start, jitter)
+    {
+        return ex.run(plan::refresh_skipped(requeue, status)).await;
+    }
+    let provider = match fetch(&ex.fetch_env(), es).await {
+        Fetched::Skip => return ex.run(plan::foreign_store()).await,
         Fetched::Data(d) => d,
     };
-
-    let owned: Vec<String> = if view.creation == plan::CreationPolicy::Owner {
-        ctx.owned_secret_names(
-            &ns,
-            &crate::externalsecret::hash::created_by_label(&ns, &name),
-        )
-        .await?
-    } else {
-        Vec::new()
+    let owned = match plan::owner_label(view) {
+        Some(label) => ctx.owned_secret_names(&view.namespace, &label).await?,
+        None => Vec::new(),
     };
-
     let sources = load_sources(ctx.kube.as_ref(), es).await;
     let renderer = ctx.templates.renderer(es, &sources);
     let p = plan::plan(PlanInput {
-        es: &view,
+        es: view,
         provider,
         existing: existing.as_ref(),
         owned_secret_names: &owned,
         renderer: renderer.as_ref(),
-        start,
+        start: ex.start,
         jitter,
     });
     drop(renderer);
+    ex.run(p.steps(view)).await
+}
 
-    for ev in &p.events {
-        publish(&ctx.es_recorder, es, ev).await;
-    }
-    let mut status = p.status.clone();
-    let mut outcome = p.outcome.clone();
-    if !matches!(outcome, Outcome::Retry(_)) || !matches!(p.write, SecretWrite::None) {
-        for orphan in &p.delete_orphans {
-            match secrets.delete(orphan, &DeleteParams::default()).await {
-                Ok(_) => publish(&ctx.es_recorder, es, &plan::orphan_deleted_event()).await,
-                Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
-                Err(e) => {
-                    let kind = plan::WriteKind::DeleteOrphans;
-                    let err = plan::write_error(&view, kind, &kube_error_text(&e), None);
-                    let (st, ev) = plan::write_failed(&view, &view.status, kind, &err, start);
-                    publish(&ctx.es_recorder, es, &ev).await;
-                    write_status(ctx, &api, es, &st).await?;
-                    return Err(Error::Sync(err));
-                }
-            }
+/// Executes [`plan::Steps`] for one ExternalSecret.
+struct Executor<'a> {
+    es: &'a ExternalSecret,
+    ctx: &'a Context,
+    api: Api<ExternalSecret>,
+    secrets: Api<Secret>,
+    view: EsView,
+    start: DateTime<Utc>,
+}
+
+impl<'a> Executor<'a> {
+    fn new(es: &'a ExternalSecret, ctx: &'a Context) -> Self {
+        let ns = es.namespace().unwrap_or_default();
+        let mut view = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
+        view.status = ctx.status_for(es, std::mem::take(&mut view.status));
+        Executor {
+            es,
+            ctx,
+            api: Api::namespaced(ctx.client.clone(), &ns),
+            secrets: Api::namespaced(ctx.client.clone(), &ns),
+            view,
+            start: now_seconds(),
         }
-        let fm = view.field_manager();
-        let pp = PostParams {
-            field_manager: Some(fm),
-            ..Default::default()
-        };
-        let res = match &p.write {
-            SecretWrite::None => Ok(()),
-            SecretWrite::Create(s) => secrets.create(&pp, s).await.map(|_| ()),
-            SecretWrite::Update(s) => secrets.replace(&view.target_name, &pp, s).await.map(|_| ()),
-            SecretWrite::Delete(n) => match secrets.delete(n, &DeleteParams::default()).await {
-                Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => Ok(()),
-                other => other.map(|_| ()),
+    }
+
+    async fn target(&self) -> Result<Option<Secret>, kube::Error> {
+        self.secrets.get_opt(&self.view.target_name).await
+    }
+
+    /// Whether a referenced store belongs to another controller class (a failed lookup is not).
+    async fn foreign_class(&self) -> bool {
+        matches!(
+            esr_provider::store::any_store_unmanaged(
+                &self.ctx.stores,
+                &self.view.namespace,
+                &referenced_stores(self.es),
+                &self.ctx.config.controller_class,
+            )
+            .await,
+            Ok(true)
+        )
+    }
+
+    fn fetch_env(&self) -> FetchEnv<'_> {
+        FetchEnv {
+            lookup: &self.ctx.stores,
+            registry: &self.ctx.registry,
+            kube: self.ctx.kube.clone(),
+            recorder: Arc::new(self.ctx.metrics.clone()),
+            resolve: ResolveOptions {
+                controller_class: self.ctx.config.controller_class.clone(),
+                flood_gate: self.ctx.config.flood_gate,
             },
-        };
-        match res {
-            Ok(()) => {
-                if let Some(ev) = &p.write_event {
-                    publish(&ctx.es_recorder, es, ev).await;
-                }
-                // Rollout on rotation (opt-in workloads; a no-op when the hash is unchanged).
-                if let SecretWrite::Create(s) | SecretWrite::Update(s) = &p.write
-                    && let Some(h) = s
-                        .metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get("reconcile.external-secrets.io/data-hash"))
-                {
-                    crate::common::rollout::on_secret_changed(
-                        &ctx.client,
-                        &ns,
-                        &view.target_name,
-                        h,
-                    )
-                    .await;
-                }
+            transformer: self.ctx.templates.transformer(),
+        }
+    }
+
+    /// Runs the steps, then ends as `steps.end` says.
+    async fn run(&self, steps: Steps) -> Result<Action, Error> {
+        if let Some(early) = self.run_steps(&steps.steps, &steps.end).await? {
+            return Ok(early);
+        }
+        self.finish(steps.end)
+    }
+
+    /// Runs `steps` in order (`end` is how they would end, for [`plan::write_failure`]).
+    /// `Some` when the reconcile ended early: a conflict, or a failed write and its consequences.
+    async fn run_steps(&self, steps: &[Step], end: &End) -> Result<Option<Action>, Error> {
+        for step in steps {
+            let Err(e) = self.step(step).await else {
+                continue;
+            };
+            if is_conflict(&e) && step.requeue_on_conflict() {
+                debug!(es = %self.view.name, "conflict, requeueing");
+                return Ok(Some(Action::requeue(Duration::from_millis(10))));
             }
-            Err(e) if is_conflict(&e) => {
-                debug!(es = %name, "conflict while writing secret, requeueing");
-                return Ok(Action::requeue(Duration::from_millis(10)));
+            let text = kube_error_text(&e);
+            return match plan::write_failure(&self.view, step, end, &text, self.start) {
+                Some(failed) => Box::pin(self.run(failed)).await.map(Some),
+                None => Err(e.into()),
+            };
+        }
+        Ok(None)
+    }
+
+    async fn step(&self, step: &Step) -> Result<(), kube::Error> {
+        let (ctx, view) = (self.ctx, &self.view);
+        match step {
+            Step::AddFinalizer => {
+                let mut f = self.es.finalizers().to_vec();
+                f.push(plan::FINALIZER.to_string());
+                let patch = serde_json::json!({"metadata": {"finalizers": f}});
+                self.patch(&patch).await
             }
-            Err(e) => {
-                let (kind, previous) = match (&p.write, &outcome) {
-                    (_, Outcome::Terminal(t)) => (plan::WriteKind::Immutable, Some(t)),
-                    (SecretWrite::Delete(_), _) => (plan::WriteKind::Delete, None),
-                    (SecretWrite::Create(_), _) => (plan::WriteKind::Create, None),
-                    _ => (plan::WriteKind::Update, None),
+            Step::RemoveFinalizer => {
+                let remaining: Vec<&String> = self
+                    .es
+                    .finalizers()
+                    .iter()
+                    .filter(|f| *f != plan::FINALIZER)
+                    .collect();
+                let patch = serde_json::json!({"metadata": {"finalizers": remaining, "resourceVersion": self.es.resource_version()}});
+                self.patch(&patch).await
+            }
+            Step::DeleteTarget => {
+                if self.delete(&view.target_name).await? {
+                    info!(es = %view.name, namespace = %view.namespace, secret = %view.target_name, "deleted target secret");
+                }
+                Ok(())
+            }
+            Step::Forget => {
+                ctx.metrics.forget(&view.name, &view.namespace);
+                ctx.forget_status(self.es);
+                Ok(())
+            }
+            Step::Event(ev) => {
+                publish(&ctx.es_recorder, self.es, ev).await;
+                Ok(())
+            }
+            Step::DeleteOrphan(name) => {
+                if self.delete(name).await? {
+                    publish(&ctx.es_recorder, self.es, &plan::orphan_deleted_event()).await;
+                }
+                Ok(())
+            }
+            Step::Write(w) => {
+                let pp = PostParams {
+                    field_manager: Some(view.field_manager()),
+                    ..Default::default()
                 };
-                let err = plan::write_error(&view, kind, &kube_error_text(&e), previous);
-                let (st, ev) = plan::write_failed(&view, &view.status, kind, &err, start);
-                publish(&ctx.es_recorder, es, &ev).await;
-                status = st;
-                outcome = Outcome::Retry(err);
+                match w {
+                    SecretWrite::None => Ok(()),
+                    SecretWrite::Create(s) => self.secrets.create(&pp, s).await.map(|_| ()),
+                    SecretWrite::Update(s) => self
+                        .secrets
+                        .replace(&view.target_name, &pp, s)
+                        .await
+                        .map(|_| ()),
+                    SecretWrite::Delete(n) => self.delete(n).await.map(|_| ()),
+                }
+            }
+            Step::Rollout(hash) => {
+                crate::common::rollout::on_secret_changed(
+                    &ctx.client,
+                    &view.namespace,
+                    &view.target_name,
+                    hash,
+                )
+                .await;
+                Ok(())
+            }
+            Step::Status(st) => write_status(ctx, &self.api, self.es, st).await,
+            Step::ReadyMetric(status) => {
+                let m = &ctx.metrics.es_condition;
+                Metrics::set_condition(m, &view.name, &view.namespace, "Ready", status);
+                Ok(())
             }
         }
     }
 
-    if status != view.status
-        && let Err(e) = write_status(ctx, &api, es, &status).await
-    {
-        if is_conflict(&e) {
-            return Ok(Action::requeue(Duration::from_millis(10)));
+    async fn patch(&self, patch: &serde_json::Value) -> Result<(), kube::Error> {
+        let pp = PatchParams::default();
+        self.api
+            .patch(&self.view.name, &pp, &Patch::Merge(patch))
+            .await
+            .map(|_| ())
+    }
+
+    /// Deletes a Secret; `false` when it was already gone.
+    async fn delete(&self, name: &str) -> Result<bool, kube::Error> {
+        match self.secrets.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(true),
+            Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => Ok(false),
+            Err(e) => Err(e),
         }
-        return Err(e.into());
     }
-    if let Some(c) = status.ready() {
-        Metrics::set_condition(&ctx.metrics.es_condition, &name, &ns, "Ready", &c.status);
-    }
-    match outcome {
-        Outcome::Done => {
-            if p.write != SecretWrite::None {
-                info!(es = %name, namespace = %ns, "reconciled secret");
+
+    fn finish(&self, end: End) -> Result<Action, Error> {
+        let (name, ns) = (&self.view.name, &self.view.namespace);
+        Ok(match end {
+            End::Done { requeue, wrote } => {
+                if wrote {
+                    info!(es = %name, namespace = %ns, "reconciled secret");
+                }
+                to_action(requeue)
             }
-            Ok(to_action(p.requeue))
-        }
-        Outcome::Terminal(t) => {
-            warn!(es = %name, namespace = %ns, error = %t, "sync failed (terminal until the next change)");
-            ctx.metrics.sync_error(&name, &ns, t.metric_label());
-            Ok(Action::await_change())
-        }
-        Outcome::Retry(t) => Err(Error::Sync(t)),
+            End::Await(why) => {
+                debug!(es = %name, namespace = %ns, "{why}");
+                Action::await_change()
+            }
+            End::Terminal(t) => {
+                warn!(es = %name, namespace = %ns, error = %t, "sync failed (terminal until the next change)");
+                self.ctx.metrics.sync_error(name, ns, t.metric_label());
+                Action::await_change()
+            }
+            End::Refused(t) => {
+                warn!(es = %name, namespace = %ns, error = %t, "generic target refused (terminal until the next change)");
+                Action::await_change()
+            }
+            // The reconcile's error: counted in `reconcile_es` and retried with backoff.
+            End::Retry(t) => return Err(Error::Sync(t)),
+        })
     }
 }
 
