@@ -6,5 +6,6 @@ pub mod externalsecret;
 pub mod leader;
 pub mod metrics;
 pub mod pushsecret;
+pub mod runtime;
 pub mod secretstore;
 pub mod server;

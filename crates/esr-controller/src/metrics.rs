@@ -1,4 +1,18 @@
-//! Prometheus metrics with ESO's names and labels (eso-inventory §5.7).
+//! Prometheus metrics with ESO's names and labels.
+//!
+//! Non-condition metrics are labelled `name, namespace`; condition metrics
+//! (`<kind>_status_condition`) `name, namespace, condition, status`, where `Ready`/`True` = 1 goes
+//! with `Ready`/`False` = 0 and vice versa. `*_reconcile_duration` values are nanoseconds.
+//! `externalsecret_provider_api_calls_count` is labelled `provider, call, status` (`success` or
+//! `error`). The series of a deleted object are removed.
+//!
+//! `externalsecret_sync_calls_error` has one label beyond ESO's `name, namespace`: `reason`, why the
+//! reconcile failed ([`SYNC_ERROR_REASONS`]): a provider error kind (`not_found`, `auth`,
+//! `throttled`, `invalid`, `transient`, `unsupported`), `store` (a store that is missing, not
+//! ready, denied to the namespace or of another controller class), `data` (key conversion, key validation, decoding or NUL-byte check), `generator`,
+//! `template`, `ownership` (the target is owned by another ExternalSecret or controller),
+//! `immutable`, `policy` (a refused creation/deletion policy combination or generic target),
+//! `kubernetes` (a Kubernetes API error) or `internal`.
 //!
 //! prometheus-client appends `_total` to counters (OpenMetrics). ESO's `externalsecret_sync_calls_total`
 //! is therefore registered as the counter `externalsecret_sync_calls`; the ESO counters whose names do
@@ -37,6 +51,36 @@ pub struct ConditionLabels {
     /// `True`/`False`.
     pub status: String,
 }
+
+/// `name, namespace, reason` of `externalsecret_sync_calls_error`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    /// Resource name.
+    pub name: String,
+    /// Resource namespace.
+    pub namespace: String,
+    /// One of [`SYNC_ERROR_REASONS`].
+    pub reason: String,
+}
+
+/// Every value of the `reason` label of `externalsecret_sync_calls_error`.
+pub const SYNC_ERROR_REASONS: &[&str] = &[
+    "not_found",
+    "auth",
+    "throttled",
+    "invalid",
+    "transient",
+    "unsupported",
+    "store",
+    "data",
+    "generator",
+    "template",
+    "ownership",
+    "immutable",
+    "policy",
+    "kubernetes",
+    "internal",
+];
 
 /// `provider, call, status`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,8 +129,8 @@ pub struct Metrics {
     registry: Arc<Registry>,
     /// `externalsecret_sync_calls_total`.
     pub sync_calls: Family<ResourceLabels, Counter>,
-    /// `externalsecret_sync_calls_error`.
-    pub sync_calls_error: Family<ResourceLabels, PlainCounter>,
+    /// `externalsecret_sync_calls_error` (with a `reason` label).
+    pub sync_calls_error: Family<ErrorLabels, PlainCounter>,
     /// `externalsecret_status_condition`.
     pub es_condition: Family<ConditionLabels, FloatGauge>,
     /// `externalsecret_reconcile_duration` (nanoseconds).
@@ -321,6 +365,17 @@ impl Metrics {
         }
     }
 
+    /// Counts a failed ExternalSecret reconcile; `reason` is one of [`SYNC_ERROR_REASONS`].
+    pub fn sync_error(&self, name: &str, namespace: &str, reason: &str) {
+        self.sync_calls_error
+            .get_or_create(&ErrorLabels {
+                name: name.to_string(),
+                namespace: namespace.to_string(),
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
     /// Removes every series of a deleted resource.
     pub fn forget(&self, name: &str, namespace: &str) {
         let r = ResourceLabels {
@@ -328,7 +383,13 @@ impl Metrics {
             namespace: namespace.to_string(),
         };
         self.sync_calls.remove(&r);
-        self.sync_calls_error.remove(&r);
+        for reason in SYNC_ERROR_REASONS {
+            self.sync_calls_error.remove(&ErrorLabels {
+                name: name.to_string(),
+                namespace: namespace.to_string(),
+                reason: reason.to_string(),
+            });
+        }
         self.es_duration.remove(&r);
         for s in ["True", "False"] {
             self.es_condition.remove(&ConditionLabels {
@@ -365,7 +426,7 @@ mod tests {
             namespace: "app".into(),
         };
         m.sync_calls.get_or_create(&r).inc();
-        m.sync_calls_error.get_or_create(&r).inc();
+        m.sync_error("db", "app", "throttled");
         m.es_duration.get_or_create(&r).set(1500.0);
         Metrics::set_condition(&m.es_condition, "db", "app", "Ready", "True");
         m.record("Kubernetes", "GetSecret", CallStatus::Success);
@@ -375,7 +436,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("externalsecret_sync_calls_error{name=\"db\",namespace=\"app\"} 1"),
+            text.contains(
+                "externalsecret_sync_calls_error{name=\"db\",namespace=\"app\",reason=\"throttled\"} 1"
+            ),
             "{text}"
         );
         assert!(

@@ -2,7 +2,9 @@
 //!
 //! Providers call [`CallRecorder::record`] once per remote API call; the controller's metrics module
 //! implements the trait. ESO's `status` label is `success` or `error`
-//! ([`CallStatus::eso_label`]); the error kind is passed along for richer metrics.
+//! ([`CallStatus::eso_label`]), and that is all the controller exports. A failed call's
+//! [`ErrorKind`] is still passed to the recorder ([`CallStatus::Error`]), so a recorder (e.g.
+//! [`MemoryRecorder`] in tests) can tell the kinds apart.
 
 use std::sync::Arc;
 use std::sync::Mutex;

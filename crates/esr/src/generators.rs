@@ -10,9 +10,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use esr_api::generators::VaultDynamicSecretSpec;
-use esr_controller::common::generators::{GenerateRequest, Generated, Generator, Generators};
+use esr_controller::common::generators::{
+    GenerateRequest, Generated, Generator, GeneratorError, Generators,
+};
 use esr_provider::metrics::{CallRecorder, noop_recorder};
-use esr_provider::{KubeAccess, KubeClientAccess};
+use esr_provider::{KubeAccess, KubeClientAccess, ProviderError};
 use esr_provider_vault::{GeneratorRequest, VaultProvider};
 use kube::Client;
 
@@ -74,14 +76,14 @@ impl VaultDynamicSecretGenerator {
 }
 
 /// Parses a `VaultDynamicSecret` spec. serde's messages name the field and the expected type.
-pub fn parse_spec(spec: &serde_json::Value) -> Result<VaultDynamicSecretSpec, String> {
+pub fn parse_spec(spec: &serde_json::Value) -> Result<VaultDynamicSecretSpec, ProviderError> {
     serde_json::from_value(spec.clone())
-        .map_err(|e| format!("invalid VaultDynamicSecret spec: {e}"))
+        .map_err(|e| ProviderError::invalid(format!("invalid VaultDynamicSecret spec: {e}")))
 }
 
 #[async_trait]
 impl Generator for VaultDynamicSecretGenerator {
-    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, String> {
+    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, GeneratorError> {
         let spec = parse_spec(req.spec)?;
         let kube: Arc<dyn KubeAccess> = Arc::new(KubeClientAccess::new(req.client.clone()));
         let r = GeneratorRequest {
@@ -91,10 +93,7 @@ impl Generator for VaultDynamicSecretGenerator {
             kube,
             recorder: self.recorder.clone(),
         };
-        self.provider
-            .generate_for(&r, req.consumer)
-            .await
-            .map_err(|e| e.to_string())
+        Ok(self.provider.generate_for(&r, req.consumer).await?)
     }
 }
 
@@ -144,12 +143,16 @@ mod tests {
                 .await
             }
         };
-        let e = run(json!({"path": "database/creds/r"})).await.unwrap_err();
+        let e = run(json!({"path": "database/creds/r"}))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("invalid VaultDynamicSecret spec"), "{e}");
         assert!(e.contains("provider"), "{e}");
         let e = run(json!({"path": "database/creds/r", "provider": {"server": ""}}))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("server"), "{e}");
         assert_eq!(rec.total(), 0);
     }
@@ -178,7 +181,8 @@ mod tests {
                 client: &client,
             })
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(&addr.to_string()), "{e}");
         assert_eq!(rec.count("GeneratorRequest"), 1);
         assert_eq!(g.provider.generator_state_count(), 0);

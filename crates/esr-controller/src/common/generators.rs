@@ -52,6 +52,43 @@ pub enum PasswordError {
     SecretKeys,
 }
 
+/// Why a generator run failed. The texts are ESO's (none contains a generated value).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GeneratorError {
+    /// The generator object could not be read.
+    #[error("unable to get generator {kind}/{name}: {source}")]
+    Get {
+        /// The generator kind.
+        kind: String,
+        /// The generator name.
+        name: String,
+        /// The Kubernetes error.
+        source: Arc<kube::Error>,
+    },
+    /// The Password generator's spec is invalid.
+    #[error("{0}")]
+    Password(#[from] PasswordError),
+    /// A plugged-in generator failed (its provider error kind kept).
+    #[error("{0}")]
+    Provider(#[from] esr_provider::ProviderError),
+    /// A `ClusterGenerator` wrapping a kind esr does not implement.
+    #[error("ClusterGenerator {name}: generator kind {kind:?} ({field}) is not supported by esr")]
+    UnsupportedCluster {
+        /// The ClusterGenerator's name.
+        name: String,
+        /// `spec.kind`.
+        kind: String,
+        /// The set `spec.generator` field.
+        field: String,
+    },
+    /// A generator kind esr does not implement.
+    #[error("generator kind {0} is not supported by esr")]
+    Unsupported(String),
+    /// No generator registry was installed.
+    #[error("generators are not available (no generator registry installed)")]
+    NotInstalled,
+}
+
 /// Effective password settings after ESO's defaults (length 24, digits and symbols 25% of length).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PasswordConfig {
@@ -252,7 +289,7 @@ pub fn es_consumer(namespace: &str, name: &str, index: usize) -> String {
 #[async_trait]
 pub trait Generator: Send + Sync {
     /// Generates data for one request.
-    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, String>;
+    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, GeneratorError>;
 }
 
 /// Generators by kind plus the client to read generator objects.
@@ -296,17 +333,18 @@ impl Generators {
         kind: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<serde_json::Value, GeneratorError> {
         let gvk =
             kube::api::GroupVersionKind::gvk(esr_api::consts::GENERATORS_GROUP, "v1alpha1", kind);
         let plural = format!("{}s", kind.to_ascii_lowercase());
         let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, &plural);
         let api: Api<kube::api::DynamicObject> =
             Api::namespaced_with(self.client.clone(), namespace, &ar);
-        let o = api
-            .get(name)
-            .await
-            .map_err(|e| format!("unable to get generator {kind}/{name}: {e}"))?;
+        let o = api.get(name).await.map_err(|e| GeneratorError::Get {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            source: Arc::new(e),
+        })?;
         Ok(o.data.get("spec").cloned().unwrap_or_default())
     }
 
@@ -317,19 +355,17 @@ impl Generators {
         r: &GeneratorRef,
         namespace: &str,
         consumer: &str,
-    ) -> Result<Generated, String> {
-        let get_err = |e: kube::Error| {
-            format!(
-                "unable to get generator {}/{}: {e}",
-                r.kind.as_str(),
-                r.name
-            )
+    ) -> Result<Generated, GeneratorError> {
+        let get_err = |e: kube::Error| GeneratorError::Get {
+            kind: r.kind.as_str().to_string(),
+            name: r.name.clone(),
+            source: Arc::new(e),
         };
         match r.kind {
             GeneratorRefKind::Password => {
                 let api: Api<Password> = Api::namespaced(self.client.clone(), namespace);
                 let g = api.get(&r.name).await.map_err(get_err)?;
-                password(&g.spec).map_err(|e| e.to_string())
+                Ok(password(&g.spec)?)
             }
             GeneratorRefKind::Fake => {
                 let api: Api<Fake> = Api::namespaced(self.client.clone(), namespace);
@@ -341,7 +377,7 @@ impl Generators {
                 let g = api.get(&r.name).await.map_err(get_err)?;
                 let spec = &g.spec.generator;
                 if let Some(p) = &spec.password_spec {
-                    return password(p).map_err(|e| e.to_string());
+                    return Ok(password(p)?);
                 }
                 if let Some(f) = &spec.fake_spec {
                     return Ok(fake(f));
@@ -368,10 +404,11 @@ impl Generators {
                         })
                         .await
                     }
-                    None => Err(format!(
-                        "ClusterGenerator {}: generator kind {kind:?} ({key}) is not supported by esr",
-                        r.name
-                    )),
+                    None => Err(GeneratorError::UnsupportedCluster {
+                        name: r.name.clone(),
+                        kind,
+                        field: key,
+                    }),
                 }
             }
             other => {
@@ -389,7 +426,7 @@ impl Generators {
                         })
                         .await
                     }
-                    None => Err(format!("generator kind {kind} is not supported by esr")),
+                    None => Err(GeneratorError::Unsupported(kind.to_string())),
                 }
             }
         }
@@ -401,10 +438,10 @@ pub async fn generate(
     r: &GeneratorRef,
     namespace: &str,
     consumer: &str,
-) -> Result<Generated, String> {
+) -> Result<Generated, GeneratorError> {
     match Generators::installed() {
         Some(g) => g.generate(r, namespace, consumer).await,
-        None => Err("generators are not available (no generator registry installed)".to_string()),
+        None => Err(GeneratorError::NotInstalled),
     }
 }
 

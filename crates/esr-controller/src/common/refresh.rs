@@ -251,6 +251,12 @@ pub fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1u64 << failures).min(cap)
 }
 
+/// The wait before retrying a failed reconcile: the exponential `backoff`, or the backend's
+/// retry-after hint when it throttled us and asked for a longer wait.
+pub fn retry_delay(backoff: Duration, retry_after: Option<Duration>) -> Duration {
+    retry_after.map_or(backoff, |r| r.max(backoff))
+}
+
 /// Per-object failure counts behind [`backoff`], shared by the reconcilers' error policies: the
 /// first failure retries after 1 s, each further one doubles the wait; a success resets it.
 #[derive(Debug)]

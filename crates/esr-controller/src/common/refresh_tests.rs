@@ -246,3 +246,12 @@ fn backoffs_double_per_failure_and_reset_on_success() {
     b.reset(&"a");
     assert_eq!(b.failed("a"), Duration::from_secs(1));
 }
+
+#[test]
+fn a_throttling_hint_lengthens_the_retry() {
+    let s = Duration::from_secs;
+    assert_eq!(retry_delay(s(1), None), s(1));
+    assert_eq!(retry_delay(s(1), Some(s(30))), s(30));
+    // The hint never shortens the backoff.
+    assert_eq!(retry_delay(s(64), Some(s(5))), s(64));
+}

@@ -20,7 +20,8 @@ use crate::externalsecret::pipeline::{
     PriorityPolicy, Rewrite,
 };
 use crate::externalsecret::plan::{
-    Condition, CreationPolicy, DeletionPolicy, EsStatus, EsView, ManifestView, TemplateView,
+    Condition, CreationPolicy, DeletionPolicy, EsStatus, EsView, FINALIZER, ManifestView,
+    TemplateView,
 };
 
 /// The default `refreshInterval` (CRD default and ESO's fallback).
@@ -255,6 +256,10 @@ pub fn es_view(es: &ExternalSecret, observed_generation: Option<i64>) -> EsView 
                 .collect(),
         }),
         status: status_view(es, observed_generation),
+        deleting: es.metadata.deletion_timestamp.is_some(),
+        has_finalizer: es.finalizers().iter().any(|f| f == FINALIZER),
+        uses_cluster_store: spec.secret_store_ref.as_ref().and_then(|r| r.kind)
+            == Some(esr_api::v1::SecretStoreKind::ClusterSecretStore),
     }
 }
 

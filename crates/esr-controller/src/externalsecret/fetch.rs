@@ -21,6 +21,7 @@ use esr_provider::{
 use kube::ResourceExt;
 
 use crate::externalsecret::convert::{conversion, decoding, null_bytes, rewrites};
+use crate::externalsecret::error::SyncError;
 use crate::externalsecret::pipeline::{
     Assembled, DataFromKind, DataFromOptions, DataFromResult, DataResult, EntryResult,
     KeyTransformer, assemble, process_data_from_map, process_data_value,
@@ -47,8 +48,8 @@ pub struct FetchEnv<'a> {
 pub enum Fetched {
     /// A referenced store belongs to another controller class: skip the ExternalSecret silently.
     Skip,
-    /// Assembled data, or the wrapped error text.
-    Data(Result<Assembled, String>),
+    /// Assembled data, or why fetching failed.
+    Data(Result<Assembled, SyncError>),
 }
 
 fn store_ref_of(default: Option<&SecretStoreRef>, source: Option<&SourceRef>) -> StoreRef {
@@ -107,7 +108,7 @@ fn secret_ref(r: &ExternalSecretDataRemoteRef) -> SecretRef {
     s
 }
 
-type ClientResult = Result<(String, Arc<dyn SecretsClient>), String>;
+type ClientResult = Result<(String, Arc<dyn SecretsClient>), SyncError>;
 
 struct Clients<'a> {
     env: &'a FetchEnv<'a>,
@@ -130,21 +131,17 @@ impl Clients<'_> {
             match resolve_store(self.env.lookup, &self.namespace, r, &self.env.resolve).await {
                 Ok(StoreResolution::Use(s)) => s,
                 Ok(StoreResolution::Skip) => {
-                    return Err(format!(
-                        "{} {:?} belongs to another controller class",
-                        r.kind, r.name
-                    ));
+                    return Err(SyncError::ForeignStore {
+                        kind: r.kind,
+                        name: r.name.clone(),
+                    });
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             };
-        let provider = self
-            .env
-            .registry
-            .for_store(&store)
-            .map_err(|e| e.to_string())?;
+        let provider = self.env.registry.for_store(&store)?;
         let ctx = ClientContext::new(&store, Some(&self.namespace), self.env.kube.clone())
             .with_recorder(self.env.recorder.clone());
-        let client = provider.new_client(&ctx).await.map_err(|e| e.to_string())?;
+        let client = provider.new_client(&ctx).await?;
         Ok((store.identity(), client))
     }
 }
@@ -152,8 +149,8 @@ impl Clients<'_> {
 fn entry<T>(r: Result<T, ProviderError>) -> EntryResult<T> {
     match r {
         Ok(v) => EntryResult::Ok(v),
-        Err(e) if e.is_not_found() => EntryResult::NotFound(e.to_string()),
-        Err(e) => EntryResult::Err(e.to_string()),
+        Err(e) if e.is_not_found() => EntryResult::NotFound(e.into()),
+        Err(e) => EntryResult::Err(e.into()),
     }
 }
 
@@ -164,7 +161,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
     match any_store_unmanaged(env.lookup, &namespace, &refs, &env.resolve.controller_class).await {
         Ok(true) => return Fetched::Skip,
         Ok(false) => {}
-        Err(e) => return Fetched::Data(Err(e.to_string())),
+        Err(e) => return Fetched::Data(Err(e.into())),
     }
     let retain = es
         .spec
@@ -192,7 +189,11 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
             && df.find.is_none()
         {
             // Generator: Generate → rewrite → ValidateKeys (no conversion, no decoding).
-            let result = match df.source_ref.as_ref().and_then(|s| s.generator_ref.as_ref()) {
+            let result = match df
+                .source_ref
+                .as_ref()
+                .and_then(|s| s.generator_ref.as_ref())
+            {
                 Some(g) => match crate::common::generators::generate(
                     g,
                     &namespace,
@@ -205,14 +206,15 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                         env.transformer,
                         m,
                     )
-                    .map_err(|e| format!("error applying rewrite to keys: {e}"))
+                    .map_err(SyncError::Rewrite)
                     .and_then(|m| {
-                        crate::externalsecret::pipeline::validate_keys(m).map_err(|e| format!("invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): {e}"))
+                        crate::externalsecret::pipeline::validate_keys(m)
+                            .map_err(SyncError::InvalidKeys)
                     })
                     .map_or_else(EntryResult::Err, EntryResult::Ok),
-                    Err(e) => EntryResult::Err(e),
+                    Err(e) => EntryResult::Err(e.into()),
                 },
-                None => EntryResult::Err("missing generatorRef".to_string()),
+                None => EntryResult::Err(SyncError::MissingGeneratorRef),
             };
             data_from.push(DataFromResult {
                 kind: DataFromKind::Generator,
@@ -267,10 +269,8 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                         Ok(m) => EntryResult::Ok(m),
                         Err(e) => EntryResult::Err(e),
                     },
-                    Err(e) if e.is_not_found() => {
-                        EntryResult::NotFound(format!("error getting all secrets: {e}"))
-                    }
-                    Err(e) => EntryResult::Err(format!("error getting all secrets: {e}")),
+                    Err(e) if e.is_not_found() => EntryResult::NotFound(SyncError::FindAll(e)),
+                    Err(e) => EntryResult::Err(SyncError::FindAll(e)),
                 },
             };
             (DataFromKind::Find, r)
@@ -282,7 +282,8 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
 
     // data[]: resolve clients, then one batched fetch of the distinct refs per store.
     let entries: Vec<_> = es.spec.data.iter().flatten().collect();
-    let mut per_entry: Vec<Result<(String, SecretRef), String>> = Vec::with_capacity(entries.len());
+    let mut per_entry: Vec<Result<(String, SecretRef), SyncError>> =
+        Vec::with_capacity(entries.len());
     let mut batches: BTreeMap<String, (Arc<dyn SecretsClient>, Vec<SecretRef>)> = BTreeMap::new();
     for d in &entries {
         let sref = store_ref_of(default, d.source_ref.as_ref());
@@ -312,7 +313,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
         let result = match pe {
             Err(e) => EntryResult::Err(e),
             Ok(k) => match results.get(&k).cloned() {
-                None => EntryResult::Err("internal error: missing fetch result".to_string()),
+                None => EntryResult::Err(SyncError::MissingResult),
                 Some(r) => match entry(r) {
                     EntryResult::Ok(v) => match process_data_value(
                         &d.secret_key,
@@ -410,7 +411,11 @@ mod tests {
 
     struct Ident;
     impl KeyTransformer for Ident {
-        fn transform_key(&self, _t: &str, key: &str) -> Result<String, String> {
+        fn transform_key(
+            &self,
+            _t: &str,
+            key: &str,
+        ) -> Result<String, crate::externalsecret::pipeline::PipelineError> {
             Ok(key.to_string())
         }
     }
@@ -506,9 +511,10 @@ spec:
             panic!("{out:?}")
         };
         assert_eq!(
-            e,
+            e.to_string(),
             "error processing spec.data[0] (key: missing), err: Secret does not exist"
         );
+        assert_eq!(e.metric_label(), "not_found");
         let delete = es(r#"
 apiVersion: external-secrets.io/v1
 kind: ExternalSecret
@@ -540,9 +546,10 @@ spec:
             panic!("{out:?}")
         };
         assert_eq!(
-            e,
+            e.to_string(),
             "error processing spec.data[0] (key: boom), err: backend unavailable"
         );
+        assert_eq!(e.metric_label(), "transient");
     }
 
     #[tokio::test]
@@ -560,7 +567,7 @@ spec:
             panic!("{out:?}")
         };
         assert_eq!(
-            msg,
+            msg.to_string(),
             "error processing spec.data[0] (key: a), err: SecretStore \"s\" is not ready"
         );
         let missing = es(r#"
@@ -576,7 +583,7 @@ spec:
             panic!("{out:?}")
         };
         assert_eq!(
-            msg,
+            msg.to_string(),
             "error processing spec.dataFrom[0].extract, err: could not get SecretStore \"nope\", secretstores.external-secrets.io \"nope\" not found"
         );
         let other = es(r#"

@@ -1,5 +1,6 @@
 //! The ExternalSecret controller.
 pub mod convert;
+pub mod error;
 pub mod fetch;
 pub mod hash;
 pub mod pipeline;

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 
+use crate::externalsecret::error::SyncError;
+
 /// Secret data: key → raw bytes, sorted by key.
 pub type DataMap = BTreeMap<String, Vec<u8>>;
 
@@ -282,8 +284,9 @@ pub fn check_null_bytes(policy: NullBytePolicy, data: &DataMap) -> Result<(), Pi
 
 /// Renders a rewrite `transform` template for one key (`.value` = key).
 pub trait KeyTransformer: Send + Sync {
-    /// Returns the new key, or an error text (which never contains a secret value: keys only).
-    fn transform_key(&self, template: &str, key: &str) -> Result<String, String>;
+    /// Returns the new key, or [`PipelineError::Transform`] (its text never contains a secret
+    /// value: keys only).
+    fn transform_key(&self, template: &str, key: &str) -> Result<String, PipelineError>;
 }
 
 /// Go `Regexp.ReplaceAllString`: the Rust `regex` crate uses the same RE2 syntax and the same
@@ -423,9 +426,7 @@ pub fn rewrite_transform(
 ) -> Result<DataMap, PipelineError> {
     let mut out = DataMap::new();
     for (k, v) in input {
-        let nk = transformer
-            .transform_key(template, &k)
-            .map_err(PipelineError::Transform)?;
+        let nk = transformer.transform_key(template, &k)?;
         out.insert(nk, v);
     }
     Ok(out)
@@ -485,27 +486,22 @@ pub fn process_data_from_map(
     opts: &DataFromOptions,
     transformer: &dyn KeyTransformer,
     input: DataMap,
-) -> Result<DataMap, String> {
-    let mut map = rewrite_map(&opts.rewrite, transformer, input)
-        .map_err(|e| format!("error applying rewrite to keys: {e}"))?;
+) -> Result<DataMap, SyncError> {
+    let mut map = rewrite_map(&opts.rewrite, transformer, input).map_err(SyncError::Rewrite)?;
     if opts.rewrite.is_empty() {
-        let name = match opts.conversion {
+        let strategy = match opts.conversion {
             ConversionStrategy::Default => "Default",
             ConversionStrategy::Unicode => "Unicode",
         };
         map = convert_keys(opts.conversion, map)
-            .map_err(|e| format!("error applying conversion strategy {name} to keys: {e}"))?;
+            .map_err(|source| SyncError::Conversion { strategy, source })?;
     }
-    map = validate_keys(map).map_err(|e| {
-        format!("invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): {e}")
+    map = validate_keys(map).map_err(SyncError::InvalidKeys)?;
+    map = decode_map(opts.decoding, map).map_err(|source| SyncError::Decoding {
+        strategy: opts.decoding.as_str(),
+        source,
     })?;
-    map = decode_map(opts.decoding, map).map_err(|e| {
-        format!(
-            "error applying decoding strategy {} to data: {e}",
-            opts.decoding.as_str()
-        )
-    })?;
-    check_null_bytes(opts.null_bytes, &map).map_err(|e| e.to_string())?;
+    check_null_bytes(opts.null_bytes, &map).map_err(SyncError::NullByte)?;
     Ok(map)
 }
 
@@ -515,15 +511,15 @@ pub fn process_data_value(
     decoding: DecodingStrategy,
     null_bytes: NullBytePolicy,
     value: Vec<u8>,
-) -> Result<Vec<u8>, String> {
-    let v = decode_value(decoding, key, value).map_err(|e| {
-        format!(
-            "error applying decoding strategy {} to data: {e}",
-            decoding.as_str()
-        )
+) -> Result<Vec<u8>, SyncError> {
+    let v = decode_value(decoding, key, value).map_err(|source| SyncError::Decoding {
+        strategy: decoding.as_str(),
+        source,
     })?;
     if null_bytes == NullBytePolicy::Fail && v.contains(&0) {
-        return Err(PipelineError::NullByte(key.to_string()).to_string());
+        return Err(SyncError::NullByte(PipelineError::NullByte(
+            key.to_string(),
+        )));
     }
     Ok(v)
 }
@@ -555,9 +551,9 @@ pub enum EntryResult<T> {
     /// Success.
     Ok(T),
     /// The provider said "not found" (ESO `NoSecretErr`).
-    NotFound(String),
+    NotFound(SyncError),
     /// Any other failure (message without values).
-    Err(String),
+    Err(SyncError),
 }
 
 /// One processed `dataFrom[]` entry.
@@ -603,26 +599,18 @@ pub fn assemble(
     data_from: Vec<DataFromResult>,
     data: Vec<DataResult>,
     retain: bool,
-) -> Result<Assembled, String> {
+) -> Result<Assembled, SyncError> {
     let mut out = Assembled::default();
     for (i, entry) in data_from.into_iter().enumerate() {
         match entry.result {
             EntryResult::Ok(map) => out.data.extend(map),
-            EntryResult::NotFound(msg) if retain => {
-                return Err(format!(
-                    "error processing spec.dataFrom[{i}].{}, err: {msg}",
-                    entry.kind.field()
-                ));
+            EntryResult::NotFound(e) if retain => {
+                return Err(e.at_data_from(i, entry.kind.field()));
             }
             EntryResult::NotFound(_) => out.missing.push(MissingEvent {
                 message: format!("secret does not exist at provider using spec.dataFrom[{i}]"),
             }),
-            EntryResult::Err(msg) => {
-                return Err(format!(
-                    "error processing spec.dataFrom[{i}].{}, err: {msg}",
-                    entry.kind.field()
-                ));
-            }
+            EntryResult::Err(e) => return Err(e.at_data_from(i, entry.kind.field())),
         }
     }
     for (i, entry) in data.into_iter().enumerate() {
@@ -630,24 +618,14 @@ pub fn assemble(
             EntryResult::Ok(v) => {
                 out.data.insert(entry.secret_key, v);
             }
-            EntryResult::NotFound(msg) if retain => {
-                return Err(format!(
-                    "error processing spec.data[{i}] (key: {}), err: {msg}",
-                    entry.remote_key
-                ));
-            }
+            EntryResult::NotFound(e) if retain => return Err(e.at_data(i, entry.remote_key)),
             EntryResult::NotFound(_) => out.missing.push(MissingEvent {
                 message: format!(
                     "secret does not exist at provider using spec.dataFrom[{i}] (key={})",
                     entry.remote_key
                 ),
             }),
-            EntryResult::Err(msg) => {
-                return Err(format!(
-                    "error processing spec.data[{i}] (key: {}), err: {msg}",
-                    entry.remote_key
-                ));
-            }
+            EntryResult::Err(e) => return Err(e.at_data(i, entry.remote_key)),
         }
     }
     Ok(out)

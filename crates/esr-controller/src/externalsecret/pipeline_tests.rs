@@ -1,4 +1,5 @@
 use super::*;
+use esr_provider::ProviderError;
 
 fn m(pairs: &[(&str, &str)]) -> DataMap {
     pairs
@@ -9,9 +10,11 @@ fn m(pairs: &[(&str, &str)]) -> DataMap {
 
 struct Upper;
 impl KeyTransformer for Upper {
-    fn transform_key(&self, template: &str, key: &str) -> Result<String, String> {
+    fn transform_key(&self, template: &str, key: &str) -> Result<String, PipelineError> {
         if template == "fail" {
-            return Err(format!("failed to execute template for key {key:?}"));
+            return Err(PipelineError::Transform(format!(
+                "failed to execute template for key {key:?}"
+            )));
         }
         Ok(format!("{}{}", template, key.to_uppercase()))
     }
@@ -285,7 +288,9 @@ fn data_from_chain_converts_only_without_rewrite() {
         }],
         ..Default::default()
     };
-    let err = process_data_from_map(&opts, &Upper, m(&[("a/b", "1")])).unwrap_err();
+    let err = process_data_from_map(&opts, &Upper, m(&[("a/b", "1")]))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): key has invalid character /, only alphanumeric, '-', '.' and '_' are allowed: a/b"
@@ -296,7 +301,9 @@ fn data_from_chain_converts_only_without_rewrite() {
     };
     let out = process_data_from_map(&opts, &Upper, m(&[("k", "aGk=")])).unwrap();
     assert_eq!(out, m(&[("k", "hi")]));
-    let err = process_data_from_map(&opts, &Upper, m(&[("k", "***")])).unwrap_err();
+    let err = process_data_from_map(&opts, &Upper, m(&[("k", "***")]))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("error applying decoding strategy Base64 to data: error decoding key k"),
         "{err}"
@@ -309,6 +316,7 @@ fn data_from_chain_converts_only_without_rewrite() {
     assert!(
         process_data_from_map(&opts, &Upper, m(&[("k", "AA==")]))
             .unwrap_err()
+            .to_string()
             .contains("null byte")
     );
 }
@@ -343,14 +351,14 @@ fn assemble_not_found_by_deletion_policy() {
     let df = || {
         vec![DataFromResult {
             kind: DataFromKind::Extract,
-            result: EntryResult::NotFound("Secret does not exist".into()),
+            result: EntryResult::NotFound(ProviderError::not_found().into()),
         }]
     };
     let d = || {
         vec![DataResult {
             secret_key: "k".into(),
             remote_key: "remote".into(),
-            result: EntryResult::NotFound("Secret does not exist".into()),
+            result: EntryResult::NotFound(ProviderError::not_found().into()),
         }]
     };
     let out = assemble(df(), d(), false).unwrap();
@@ -368,23 +376,28 @@ fn assemble_not_found_by_deletion_policy() {
         ]
     );
     assert_eq!(
-        assemble(df(), vec![], true).unwrap_err(),
+        assemble(df(), vec![], true).unwrap_err().to_string(),
         "error processing spec.dataFrom[0].extract, err: Secret does not exist"
     );
     assert_eq!(
-        assemble(vec![], d(), true).unwrap_err(),
+        assemble(vec![], d(), true).unwrap_err().to_string(),
         "error processing spec.data[0] (key: remote), err: Secret does not exist"
     );
     let err = assemble(
         vec![DataFromResult {
             kind: DataFromKind::Find,
-            result: EntryResult::Err("boom".into()),
+            result: EntryResult::Err(ProviderError::transient("boom").into()),
         }],
         vec![],
         false,
     )
     .unwrap_err();
-    assert_eq!(err, "error processing spec.dataFrom[0].find, err: boom");
+    assert_eq!(
+        err.to_string(),
+        "error processing spec.dataFrom[0].find, err: boom"
+    );
+    // The provider's kind survives the wrapping.
+    assert_eq!(err.metric_label(), "transient");
 }
 
 #[test]

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::common::refresh::{self, RefreshState, Requeue, SecretValidity};
+use crate::externalsecret::error::{MutateError, SyncError};
 use crate::externalsecret::hash;
 use crate::externalsecret::pipeline::{Assembled, DataMap};
 
@@ -155,12 +156,11 @@ pub fn generic_target_error(
 /// `SecretSyncedError` `invalid generic target: <error>`, a Warning `UpdateFailed`, no requeue
 /// (ESO).
 pub fn generic_target_failed(es: &EsView, err: &GenericTargetError, now: DateTime<Utc>) -> Plan {
-    let text = err.to_string();
     failed_plan(
         es,
         reason::SECRET_SYNCED_ERROR,
-        &detailed(msg::ERR_GENERIC_TARGET, &text),
-        text,
+        &detailed(msg::ERR_GENERIC_TARGET, &err.to_string()),
+        SyncError::GenericTarget(err.clone()),
         now,
         true,
         Vec::new(),
@@ -378,6 +378,12 @@ pub struct EsView {
     pub sync_windows: Option<refresh::SyncWindows>,
     /// Current status.
     pub status: EsStatus,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `metadata.finalizers` holds [`FINALIZER`].
+    pub has_finalizer: bool,
+    /// `spec.secretStoreRef.kind` is `ClusterSecretStore`.
+    pub uses_cluster_store: bool,
 }
 
 impl EsView {
@@ -559,9 +565,24 @@ pub enum Outcome {
     /// Success (after the writes succeed).
     Done,
     /// Failure that retries with backoff (the error text is in the Warning event).
-    Retry(String),
+    Retry(SyncError),
     /// Failure that must not requeue (terminal until the next watch event).
-    Terminal(String),
+    Terminal(SyncError),
+}
+
+impl Outcome {
+    /// The failure, if any.
+    pub fn error(&self) -> Option<&SyncError> {
+        match self {
+            Outcome::Done => None,
+            Outcome::Retry(e) | Outcome::Terminal(e) => Some(e),
+        }
+    }
+
+    /// The failure's text (ESO's), if any.
+    pub fn text(&self) -> Option<String> {
+        self.error().map(ToString::to_string)
+    }
 }
 
 /// The result of [`plan`].
@@ -654,12 +675,12 @@ fn failed_plan(
     es: &EsView,
     reason_: &str,
     message: &str,
-    error: String,
+    error: SyncError,
     now: DateTime<Utc>,
     terminal: bool,
     mut events: Vec<EventRec>,
 ) -> Plan {
-    let (status, ev) = mark_failed_as(es, &es.status, reason_, message, &error, now);
+    let (status, ev) = mark_failed_as(es, &es.status, reason_, message, &error.to_string(), now);
     events.push(ev);
     Plan {
         outcome: if terminal {
@@ -713,13 +734,6 @@ pub fn managed_keys(secret: &Secret, field_manager: &str, path: &[&str]) -> Vec<
     out
 }
 
-#[derive(Debug)]
-enum MutateError {
-    IsOwned(String),
-    SetCtrlRef(String),
-    Template(String),
-}
-
 fn owner_ref(es: &EsView) -> OwnerReference {
     OwnerReference {
         api_version: ES_API_VERSION.to_string(),
@@ -756,17 +770,17 @@ fn mutate(
     let owner_is_es = controller.as_ref().is_some_and(is_es_ref);
     let owner_is_current = owner_is_es && controller.as_ref().is_some_and(|c| c.name == es.name);
     if owner_is_es && !owner_is_current {
-        let name = controller.map(|c| c.name).unwrap_or_default();
-        return Err(MutateError::IsOwned(format!(
-            "secret is owned by another ExternalSecret: {name}"
-        )));
+        let owner = controller.map(|c| c.name).unwrap_or_default();
+        return Err(MutateError::IsOwned { owner });
     }
     if es.creation == CreationPolicy::Owner {
         if let Some(c) = controller.as_ref().filter(|_| !owner_is_current) {
-            return Err(MutateError::SetCtrlRef(format!(
-                "could not set controller reference on secret: Object {}/{} is already owned by another {} controller {}",
-                es.namespace, es.target_name, c.kind, c.name
-            )));
+            return Err(MutateError::SetControllerRef {
+                namespace: es.namespace.clone(),
+                target: es.target_name.clone(),
+                kind: c.kind.clone(),
+                owner: c.name.clone(),
+            });
         }
         let ours = owner_ref(es);
         if let Some(existing) = refs.iter_mut().find(|r| is_es_ref(r) && r.name == es.name) {
@@ -893,8 +907,8 @@ fn secrets_equal(a: &Secret, b: &Secret) -> bool {
 pub struct PlanInput<'a> {
     /// The ExternalSecret.
     pub es: &'a EsView,
-    /// Provider data, or the wrapped provider error text.
-    pub provider: Result<Assembled, String>,
+    /// Provider data, or why fetching it failed.
+    pub provider: Result<Assembled, SyncError>,
     /// The existing target Secret (full object from a direct GET).
     pub existing: Option<&'a Secret>,
     /// Names of Secrets in the namespace carrying our created-by label.
@@ -938,11 +952,10 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
         match es.deletion {
             DeletionPolicy::Delete => {
                 if es.creation != CreationPolicy::Owner {
-                    let err = format!(
-                        "unable to delete secret {}: creationPolicy={} is not Owner",
-                        es.target_name,
-                        es.creation.as_str()
-                    );
+                    let err = SyncError::DeleteNotOwner {
+                        target: es.target_name.clone(),
+                        policy: es.creation.as_str(),
+                    };
                     return failed_plan(
                         es,
                         reason::SECRET_SYNCED_ERROR,
@@ -1046,15 +1059,14 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
                 meta_only.metadata = updated.metadata.clone();
                 let data_changed = !secrets_equal(&meta_only, &updated);
                 if data_changed {
-                    let err = format!(
-                        "unable to update secret {}: secret is immutable",
-                        es.target_name
-                    );
+                    let err = SyncError::Immutable {
+                        target: es.target_name.clone(),
+                    };
                     let mut p = failed_plan(
                         es,
                         reason::SECRET_IMMUTABLE,
-                        &detailed(msg::ERR_IMMUTABLE, &err),
-                        err.clone(),
+                        &detailed(msg::ERR_IMMUTABLE, &err.to_string()),
+                        err,
                         now,
                         true,
                         events,
@@ -1106,37 +1118,29 @@ fn mutate_failure(
     now: DateTime<Utc>,
     events: Vec<EventRec>,
 ) -> Plan {
-    match e {
-        MutateError::IsOwned(t) => {
-            let t = wrap_mutate(update_of, t);
-            let m = detailed(msg::ERR_IS_OWNED, &t);
-            failed_plan(es, reason::SECRET_OWNED_BY_OTHER, &m, t, now, true, events)
+    let (reason_, base, terminal) = match &e {
+        MutateError::IsOwned { .. } => {
+            (reason::SECRET_OWNED_BY_OTHER, Some(msg::ERR_IS_OWNED), true)
         }
-        MutateError::SetCtrlRef(t) => {
-            let t = wrap_mutate(update_of, t);
-            let m = detailed(msg::ERR_BECOME_OWNER, &t);
-            failed_plan(es, reason::SECRET_OWNED_BY_OTHER, &m, t, now, true, events)
-        }
-        MutateError::Template(t) => {
-            let t = wrap_mutate(update_of, format!("could not apply template: {t}"));
-            failed_plan(
-                es,
-                reason::SECRET_SYNCED_ERROR,
-                msg::ERR_UPDATE,
-                t,
-                now,
-                false,
-                events,
-            )
-        }
-    }
-}
-
-fn wrap_mutate(update_of: Option<&str>, text: String) -> String {
-    match update_of {
-        Some(name) => format!("unable to mutate secret {name}: {text}"),
-        None => text,
-    }
+        MutateError::SetControllerRef { .. } => (
+            reason::SECRET_OWNED_BY_OTHER,
+            Some(msg::ERR_BECOME_OWNER),
+            true,
+        ),
+        MutateError::Template(_) => (reason::SECRET_SYNCED_ERROR, None, false),
+    };
+    let err = match update_of {
+        Some(target) => SyncError::MutateExisting {
+            target: target.to_string(),
+            source: e,
+        },
+        None => SyncError::Mutate(e),
+    };
+    let message = match base {
+        Some(b) => detailed(b, &err.to_string()),
+        None => msg::ERR_UPDATE.to_string(),
+    };
+    failed_plan(es, reason_, &message, err, now, terminal, events)
 }
 
 /// What failed when writing the target.
@@ -1154,14 +1158,38 @@ pub enum WriteKind {
     Immutable,
 }
 
+/// The error of a failed Kubernetes API write: `api_message` is the API server's message;
+/// `previous` is the plan's own failure when there is one (the metadata-only write of an
+/// immutable target), which the text keeps in front (`<previous>; <API error>`).
+pub fn write_error(
+    es: &EsView,
+    kind: WriteKind,
+    api_message: &str,
+    previous: Option<&SyncError>,
+) -> SyncError {
+    match (kind, previous) {
+        (WriteKind::Update, _) => SyncError::Update {
+            target: es.target_name.clone(),
+            message: api_message.to_string(),
+        },
+        (WriteKind::Immutable, Some(p)) => SyncError::ImmutableWrite {
+            previous: Box::new(p.clone()),
+            message: api_message.to_string(),
+        },
+        _ => SyncError::Write {
+            message: api_message.to_string(),
+        },
+    }
+}
+
 /// Status after a failed Kubernetes API write (ESO handles write errors after the plan):
-/// Ready=False with `<base>: <API error>` (ESO v2.10+), the Warning event carrying the error
+/// Ready=False with `<base>: <error>` (ESO v2.10+), the Warning event carrying the error
 /// text. The caller requeues with backoff (conflicts are requeued at once, without a status).
 pub fn write_failed(
     es: &EsView,
     status_before: &EsStatus,
     kind: WriteKind,
-    error: &str,
+    error: &SyncError,
     now: DateTime<Utc>,
 ) -> (EsStatus, EventRec) {
     let (reason_, base) = match kind {
@@ -1170,10 +1198,7 @@ pub fn write_failed(
         WriteKind::DeleteOrphans => (reason::SECRET_SYNCED_ERROR, msg::ERR_DELETE_ORPHANED),
         WriteKind::Immutable => (reason::SECRET_IMMUTABLE, msg::ERR_IMMUTABLE),
     };
-    let text = match kind {
-        WriteKind::Update => format!("unable to update secret {}: {error}", es.target_name),
-        _ => error.to_string(),
-    };
+    let text = error.to_string();
     mark_failed_as(
         es,
         status_before,
@@ -1199,6 +1224,257 @@ pub fn delete_target_on_es_deletion(es: &EsView, existing: Option<&Secret>) -> b
             .iter()
             .flatten()
             .any(|r| r.controller == Some(true) && is_es_ref(r) && r.name == es.name)
+}
+
+/// One action of a reconcile. The IO shell executes the [`Steps`] in order and stops at the first
+/// failure; what a failed write means for the status is [`write_failure`]'s decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Add [`FINALIZER`] to the ExternalSecret (merge patch).
+    AddFinalizer,
+    /// Remove [`FINALIZER`] (merge patch carrying the resourceVersion).
+    RemoveFinalizer,
+    /// Delete the target Secret (already gone is fine).
+    DeleteTarget,
+    /// Forget the deleted ExternalSecret: its metric series and its remembered status.
+    Forget,
+    /// Record an event on the ExternalSecret.
+    Event(EventRec),
+    /// Delete a Secret orphaned by a target rename (already gone is fine); a deletion records
+    /// [`orphan_deleted_event`].
+    DeleteOrphan(String),
+    /// Write the target Secret.
+    Write(SecretWrite),
+    /// Restart the opted-in workloads using the target whose data hash is now this one.
+    Rollout(String),
+    /// Write the ExternalSecret's status.
+    Status(EsStatus),
+    /// Set the `externalsecret_status_condition` Ready pair to this status (`True`/`False`).
+    ReadyMetric(String),
+}
+
+impl Step {
+    /// Whether a conflict on this step requeues at once (the next reconcile sees the newer
+    /// object) instead of failing with backoff.
+    pub fn requeue_on_conflict(&self) -> bool {
+        matches!(self, Step::Write(_) | Step::Status(_))
+    }
+}
+
+/// How a reconcile ends once its steps ran.
+#[derive(Debug, Clone, PartialEq)]
+pub enum End {
+    /// Success: requeue as given; `wrote` is true when the target was written.
+    Done {
+        /// When to look again.
+        requeue: Requeue,
+        /// The target was written.
+        wrote: bool,
+    },
+    /// Nothing more to do until the ExternalSecret changes (the text says why, for the log).
+    Await(&'static str),
+    /// A failure that must not requeue (counted in `externalsecret_sync_calls_error`).
+    Terminal(SyncError),
+    /// A refused generic target (terminal, not counted as a sync error).
+    Refused(SyncError),
+    /// A failure retried with backoff.
+    Retry(SyncError),
+}
+
+/// Ordered actions and the end of a reconcile (or of its first part, see [`Admission`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Steps {
+    /// Executed in order.
+    pub steps: Vec<Step>,
+    /// How the reconcile ends after the steps.
+    pub end: End,
+}
+
+impl Steps {
+    fn end(end: End) -> Self {
+        Steps {
+            steps: Vec::new(),
+            end,
+        }
+    }
+}
+
+/// What the controller settings and the store lookup say about an ExternalSecret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gates {
+    /// A referenced store belongs to another controller class.
+    pub foreign_class: bool,
+    /// `--enable-cluster-store-reconciler`.
+    pub cluster_stores: bool,
+    /// `--unsafe-allow-generic-targets`.
+    pub allow_generic_targets: bool,
+}
+
+/// The first decision of a live ExternalSecret's reconcile.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Run these steps, then read the target and [`decide`].
+    Proceed(Vec<Step>),
+    /// Run these steps and end.
+    Stop(Steps),
+}
+
+/// Admits a live ExternalSecret: another controller class's ExternalSecret is skipped before the
+/// finalizer and any status write; otherwise the finalizer is added; an ExternalSecret on a
+/// ClusterSecretStore is then skipped when that reconciler is disabled, and a generic target is
+/// refused (Ready=False, see [`generic_target_failed`]).
+pub fn admit(es: &EsView, gates: &Gates, now: DateTime<Utc>) -> Admission {
+    if gates.foreign_class {
+        return Admission::Stop(Steps::end(End::Await(
+            "skipping: store of another controller class",
+        )));
+    }
+    let mut steps = Vec::new();
+    if !es.has_finalizer {
+        steps.push(Step::AddFinalizer);
+    }
+    if !gates.cluster_stores && es.uses_cluster_store {
+        return Admission::Stop(Steps {
+            steps,
+            end: End::Await("skipping: ClusterSecretStore reconciler disabled"),
+        });
+    }
+    if let Some(err) = generic_target_error(es.manifest.as_ref(), gates.allow_generic_targets) {
+        let refused = generic_target_failed(es, &err, now).steps(es);
+        steps.extend(refused.steps);
+        return Admission::Stop(Steps {
+            steps,
+            end: End::Refused(SyncError::GenericTarget(err)),
+        });
+    }
+    Admission::Proceed(steps)
+}
+
+/// Whether the deletion of `es` needs the target Secret (to apply the deletionPolicy).
+pub fn deletion_reads_target(es: &EsView) -> bool {
+    es.has_finalizer
+}
+
+/// The deletion of an ExternalSecret: honour deletionPolicy (see
+/// [`delete_target_on_es_deletion`]), drop the finalizer, forget the object.
+pub fn deletion(es: &EsView, existing: Option<&Secret>) -> Steps {
+    let mut steps = Vec::new();
+    if es.has_finalizer {
+        if delete_target_on_es_deletion(es, existing) {
+            steps.push(Step::DeleteTarget);
+        }
+        steps.push(Step::RemoveFinalizer);
+    }
+    steps.push(Step::Forget);
+    Steps {
+        steps,
+        end: End::Await("deleted"),
+    }
+}
+
+/// A refresh that is not due ([`Decision::Skip`]): write the status if it must catch up, and
+/// requeue.
+pub fn refresh_skipped(requeue: Requeue, status: Option<EsStatus>) -> Steps {
+    Steps {
+        steps: status.into_iter().map(Step::Status).collect(),
+        end: End::Done {
+            requeue,
+            wrote: false,
+        },
+    }
+}
+
+/// A store found foreign while fetching: skip silently.
+pub fn foreign_store() -> Steps {
+    Steps::end(End::Await("skipping: store of another controller class"))
+}
+
+/// The created-by label whose Secrets may be orphans of `es` (creationPolicy Owner only).
+pub fn owner_label(es: &EsView) -> Option<String> {
+    (es.creation == CreationPolicy::Owner).then(|| hash::created_by_label(&es.namespace, &es.name))
+}
+
+impl Plan {
+    /// The ordered actions of this plan: its events; unless fetching failed, the orphan deletes,
+    /// the target write, the write event and the rollout; the status when it changed and the
+    /// Ready metric.
+    pub fn steps(&self, es: &EsView) -> Steps {
+        let mut steps: Vec<Step> = self.events.iter().cloned().map(Step::Event).collect();
+        let fetch_failed =
+            matches!(self.outcome, Outcome::Retry(_)) && self.write == SecretWrite::None;
+        if !fetch_failed {
+            steps.extend(self.delete_orphans.iter().cloned().map(Step::DeleteOrphan));
+            if self.write != SecretWrite::None {
+                steps.push(Step::Write(self.write.clone()));
+            }
+            steps.extend(self.write_event.iter().cloned().map(Step::Event));
+            if let SecretWrite::Create(s) | SecretWrite::Update(s) = &self.write
+                && let Some(h) = s
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(ANNOTATION_DATA_HASH))
+            {
+                steps.push(Step::Rollout(h.clone()));
+            }
+        }
+        steps.extend(status_steps(es, &self.status));
+        let end = match &self.outcome {
+            Outcome::Done => End::Done {
+                requeue: self.requeue,
+                wrote: self.write != SecretWrite::None,
+            },
+            Outcome::Terminal(e) => End::Terminal(e.clone()),
+            Outcome::Retry(e) => End::Retry(e.clone()),
+        };
+        Steps { steps, end }
+    }
+}
+
+fn status_steps(es: &EsView, status: &EsStatus) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if *status != es.status {
+        steps.push(Step::Status(status.clone()));
+    }
+    if let Some(c) = status.ready() {
+        steps.push(Step::ReadyMetric(c.status.clone()));
+    }
+    steps
+}
+
+/// What follows when `failed` (a [`Step::DeleteOrphan`] or [`Step::Write`] of a plan ending in
+/// `end`) fails at the Kubernetes API with `api_message`: Ready=False with the failure (see
+/// [`write_failed`]), a Warning event, and a retry. `None` for other steps: their failure is the
+/// reconcile's error.
+pub fn write_failure(
+    es: &EsView,
+    failed: &Step,
+    end: &End,
+    api_message: &str,
+    now: DateTime<Utc>,
+) -> Option<Steps> {
+    let (kind, previous) = match (failed, end) {
+        (Step::DeleteOrphan(_), _) => (WriteKind::DeleteOrphans, None),
+        (Step::Write(_), End::Terminal(t)) => (WriteKind::Immutable, Some(t)),
+        (Step::Write(SecretWrite::Delete(_)), _) => (WriteKind::Delete, None),
+        (Step::Write(SecretWrite::Create(_)), _) => (WriteKind::Create, None),
+        (Step::Write(_), _) => (WriteKind::Update, None),
+        _ => return None,
+    };
+    let err = write_error(es, kind, api_message, previous);
+    let (status, event) = write_failed(es, &es.status, kind, &err, now);
+    let steps = match kind {
+        WriteKind::DeleteOrphans => vec![Step::Event(event), Step::Status(status)],
+        _ => {
+            let mut s = vec![Step::Event(event)];
+            s.extend(status_steps(es, &status));
+            s
+        }
+    };
+    Some(Steps {
+        steps,
+        end: End::Retry(err),
+    })
 }
 
 #[cfg(test)]

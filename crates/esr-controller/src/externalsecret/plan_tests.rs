@@ -29,20 +29,20 @@ fn dm(pairs: &[(&str, &str)]) -> DataMap {
         .collect()
 }
 
-fn data(pairs: &[(&str, &str)]) -> Result<Assembled, String> {
+fn data(pairs: &[(&str, &str)]) -> Result<Assembled, SyncError> {
     Ok(Assembled {
         data: dm(pairs),
         missing: vec![],
     })
 }
 
-fn run(es: &EsView, provider: Result<Assembled, String>, existing: Option<&Secret>) -> Plan {
+fn run(es: &EsView, provider: Result<Assembled, SyncError>, existing: Option<&Secret>) -> Plan {
     run_with(es, provider, existing, &NoTemplate, &[])
 }
 
 fn run_with(
     es: &EsView,
-    provider: Result<Assembled, String>,
+    provider: Result<Assembled, SyncError>,
     existing: Option<&Secret>,
     renderer: &dyn Renderer,
     owned: &[String],
@@ -223,7 +223,8 @@ fn every_creation_and_deletion_policy_with_empty_data_and_existing_secret() {
                         "unable to delete secret tgt: creationPolicy={} is not Owner",
                         c.as_str()
                     );
-                    assert_eq!(p.outcome, Outcome::Terminal(want.clone()));
+                    assert!(matches!(p.outcome, Outcome::Terminal(_)));
+                    assert_eq!(p.outcome.text(), Some(want.clone()));
                     assert_eq!(p.events, vec![EventRec::warning("UpdateFailed", want)]);
                     assert_eq!(
                         p.status.refresh_time, None,
@@ -288,14 +289,13 @@ fn provider_error_fails_with_backoff_and_keeps_sync_fields() {
     e.status.refresh_time = Some(t0() - chrono::Duration::hours(2));
     let p = run(
         &e,
-        Err("error processing spec.data[0] (key: db), err: Secret does not exist".into()),
+        Err(SyncError::from(esr_provider::ProviderError::not_found()).at_data(0, "db")),
         None,
     );
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry(
-            "error processing spec.data[0] (key: db), err: Secret does not exist".into()
-        )
+        p.outcome.text().as_deref(),
+        Some("error processing spec.data[0] (key: db), err: Secret does not exist")
     );
     assert_eq!(
         ready(&p),
@@ -638,11 +638,10 @@ fn owned_by_another_es_is_terminal() {
             "target is owned by another ExternalSecret: unable to mutate secret tgt: secret is owned by another ExternalSecret: other"
         )
     );
+    assert!(matches!(p.outcome, Outcome::Terminal(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Terminal(
-            "unable to mutate secret tgt: secret is owned by another ExternalSecret: other".into()
-        )
+        p.outcome.text().as_deref(),
+        Some("unable to mutate secret tgt: secret is owned by another ExternalSecret: other")
     );
     // also for Orphan: another ES owning the Secret is always an error
     let p = run(
@@ -672,7 +671,7 @@ fn owned_by_other_controller_cannot_take_ownership() {
         "failed to take ownership of target secret: unable to mutate secret tgt: could not set controller reference on secret: Object ns/tgt is already owned by another Deployment controller web"
     );
     assert!(
-        matches!(&p.outcome, Outcome::Terminal(t) if t.contains("already owned by another Deployment controller web"))
+        matches!(&p.outcome, Outcome::Terminal(t) if t.to_string().contains("already owned by another Deployment controller web"))
     );
     // Orphan does not need the controller ref: fine
     let p = run(
@@ -926,38 +925,45 @@ fn template_errors() {
         ready(&p),
         ("False", "SecretSyncedError", "could not update secret")
     );
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry("could not apply template: could not execute template: unable to execute template at key tls.crt: boom".into())
+        p.outcome.text().as_deref(),
+        Some(
+            "could not apply template: could not execute template: unable to execute template at key tls.crt: boom"
+        )
     );
     // on update, ESO wraps with "unable to mutate secret"
     let s = secret(&[("k", "v")]);
     let p = run_with(&e, data(&[("k", "v")]), Some(&s), &r, &[]);
     assert!(
-        matches!(&p.outcome, Outcome::Retry(t) if t.starts_with("unable to mutate secret tgt: could not apply template: could not execute template:"))
+        matches!(&p.outcome, Outcome::Retry(t) if t.to_string().starts_with("unable to mutate secret tgt: could not apply template: could not execute template:"))
     );
     let r = FakeRenderer {
         result: Err(RenderError::Fetch("configmaps \"tpl\" not found".into())),
     };
     let p = run_with(&e, data(&[("k", "v")]), None, &r, &[]);
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry("could not apply template: error fetching templateFrom data: configmaps \"tpl\" not found".into())
+        p.outcome.text().as_deref(),
+        Some(
+            "could not apply template: error fetching templateFrom data: configmaps \"tpl\" not found"
+        )
     );
     let mut t = tmpl();
     t.engine_version = "v1".into();
     e.template = Some(t);
     let p = run_with(&e, data(&[("k", "v")]), None, &NoTemplate, &[]);
+    assert!(matches!(p.outcome, Outcome::Retry(_)));
     assert_eq!(
-        p.outcome,
-        Outcome::Retry("could not apply template: unsupported template engine version".into())
+        p.outcome.text().as_deref(),
+        Some("could not apply template: unsupported template engine version")
     );
     assert_eq!(p.write, SecretWrite::None);
 }
 
 struct Prefix;
 impl pipeline::KeyTransformer for Prefix {
-    fn transform_key(&self, template: &str, key: &str) -> Result<String, String> {
+    fn transform_key(&self, template: &str, key: &str) -> Result<String, pipeline::PipelineError> {
         Ok(format!("{template}{key}"))
     }
 }
@@ -1036,7 +1042,7 @@ fn write_failures_carry_the_api_error() {
     let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
     let err = "secrets \"tgt\" is forbidden: User cannot update";
     let cond = |k: WriteKind| {
-        let (st, ev) = write_failed(&e, &e.status, k, err, t0());
+        let (st, ev) = write_failed(&e, &e.status, k, &write_error(&e, k, err, None), t0());
         let c = st.ready().unwrap().clone();
         (c.reason, c.message, ev.reason, ev.message)
     };
@@ -1108,5 +1114,304 @@ fn generic_targets_are_refused_with_esos_condition() {
     assert_eq!(
         generic_target_error(e.manifest.as_ref(), true),
         Some(GenericTargetError::NoKind)
+    );
+}
+
+/// The step kinds, for order assertions.
+fn names(steps: &Steps) -> Vec<&'static str> {
+    steps
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::AddFinalizer => "add-finalizer",
+            Step::RemoveFinalizer => "remove-finalizer",
+            Step::DeleteTarget => "delete-target",
+            Step::Forget => "forget",
+            Step::Event(_) => "event",
+            Step::DeleteOrphan(_) => "delete-orphan",
+            Step::Write(SecretWrite::Create(_)) => "create",
+            Step::Write(SecretWrite::Update(_)) => "update",
+            Step::Write(SecretWrite::Delete(_)) => "delete",
+            Step::Write(SecretWrite::None) => "no-write",
+            Step::Rollout(_) => "rollout",
+            Step::Status(_) => "status",
+            Step::ReadyMetric(_) => "ready-metric",
+        })
+        .collect()
+}
+
+#[test]
+fn a_first_sync_creates_then_records_then_writes_status() {
+    let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    let p = run_with(
+        &e,
+        data(&[("k", "v")]),
+        None,
+        &NoTemplate,
+        &["tgt".to_string(), "old".to_string()],
+    );
+    let steps = p.steps(&e);
+    assert_eq!(
+        names(&steps),
+        [
+            "delete-orphan",
+            "create",
+            "event",
+            "rollout",
+            "status",
+            "ready-metric"
+        ]
+    );
+    assert_eq!(steps.steps[0], Step::DeleteOrphan("old".into()));
+    assert_eq!(
+        steps.steps[2],
+        Step::Event(EventRec::normal("Created", "secret created"))
+    );
+    assert_eq!(
+        steps.steps[3],
+        Step::Rollout(hash::data_hash(&dm(&[("k", "v")])))
+    );
+    assert_eq!(steps.steps[5], Step::ReadyMetric("True".into()));
+    assert_eq!(
+        steps.end,
+        End::Done {
+            requeue: p.requeue,
+            wrote: true
+        }
+    );
+}
+
+#[test]
+fn an_unchanged_refresh_writes_only_the_status() {
+    let mut e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    let first = run(&e, data(&[("k", "v")]), None);
+    let created = written(&first).clone();
+    e.status = first.status.clone();
+    let mut later = e.clone();
+    later.status.refresh_time = Some(t0() - chrono::Duration::hours(2));
+    let p = run(&later, data(&[("k", "v")]), Some(&created));
+    let steps = p.steps(&later);
+    assert_eq!(names(&steps), ["status", "ready-metric"]);
+    assert_eq!(
+        steps.end,
+        End::Done {
+            requeue: p.requeue,
+            wrote: false
+        }
+    );
+    // Nothing changed at all: only the metric.
+    let p = run(&e, data(&[("k", "v")]), Some(&created));
+    assert_eq!(names(&p.steps(&e)), ["ready-metric"]);
+}
+
+#[test]
+fn a_fetch_failure_writes_nothing_but_the_failure() {
+    let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    let err = SyncError::from(esr_provider::ProviderError::throttled(
+        "slow down",
+        Some(Duration::from_secs(9)),
+    ))
+    .at_data(0, "db");
+    let p = run_with(
+        &e,
+        Err(err.clone()),
+        None,
+        &NoTemplate,
+        &["orphan".to_string()],
+    );
+    let steps = p.steps(&e);
+    assert_eq!(names(&steps), ["event", "status", "ready-metric"]);
+    assert_eq!(steps.steps[2], Step::ReadyMetric("False".into()));
+    assert_eq!(steps.end, End::Retry(err));
+    let End::Retry(e) = &steps.end else {
+        panic!("{steps:?}")
+    };
+    assert_eq!(e.retry_after(), Some(Duration::from_secs(9)));
+}
+
+#[test]
+fn a_failed_write_maps_to_status_event_and_retry() {
+    let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    let p = run(&e, data(&[("k", "new")]), Some(&secret(&[("k", "old")])));
+    let steps = p.steps(&e);
+    let write = steps
+        .steps
+        .iter()
+        .find(|s| matches!(s, Step::Write(_)))
+        .unwrap();
+    let api = "secrets \"tgt\" is forbidden";
+    let failed = write_failure(&e, write, &steps.end, api, t0()).unwrap();
+    assert_eq!(names(&failed), ["event", "status", "ready-metric"]);
+    let want = format!("unable to update secret tgt: {api}");
+    assert_eq!(
+        failed.steps[0],
+        Step::Event(EventRec::warning("UpdateFailed", want.clone()))
+    );
+    let Step::Status(st) = &failed.steps[1] else {
+        panic!("{failed:?}")
+    };
+    assert_eq!(
+        st.ready().unwrap().message,
+        format!("could not update secret: {want}")
+    );
+    let End::Retry(err) = &failed.end else {
+        panic!("{failed:?}")
+    };
+    assert_eq!(err.to_string(), want);
+    assert_eq!(err.metric_label(), "kubernetes");
+
+    // An orphan that cannot be deleted: event and status, no metric (ESO order kept).
+    let orphan = Step::DeleteOrphan("old".into());
+    let failed = write_failure(&e, &orphan, &steps.end, api, t0()).unwrap();
+    assert_eq!(names(&failed), ["event", "status"]);
+    let Step::Status(st) = &failed.steps[1] else {
+        panic!("{failed:?}")
+    };
+    assert_eq!(
+        st.ready().unwrap().message,
+        format!("could not delete orphaned secrets: {api}")
+    );
+
+    // The metadata write of an immutable target keeps the immutability failure in front.
+    let imm = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    let terminal = End::Terminal(SyncError::Immutable {
+        target: "tgt".into(),
+    });
+    let write = Step::Write(SecretWrite::Update(Box::new(secret(&[("k", "old")]))));
+    let failed = write_failure(&imm, &write, &terminal, api, t0()).unwrap();
+    let End::Retry(err) = &failed.end else {
+        panic!("{failed:?}")
+    };
+    assert_eq!(
+        err.to_string(),
+        format!("unable to update secret tgt: secret is immutable; {api}")
+    );
+    let Step::Status(st) = &failed.steps[1] else {
+        panic!("{failed:?}")
+    };
+    assert_eq!(st.ready().unwrap().reason, "SecretImmutable");
+
+    // Other steps' failures are the reconcile's error.
+    assert_eq!(
+        write_failure(&e, &Step::AddFinalizer, &steps.end, api, t0()),
+        None
+    );
+    assert!(Step::Write(SecretWrite::None).requeue_on_conflict());
+    assert!(!Step::RemoveFinalizer.requeue_on_conflict());
+}
+
+#[test]
+fn admission_orders_the_gates() {
+    let gates = Gates {
+        foreign_class: false,
+        cluster_stores: true,
+        allow_generic_targets: false,
+    };
+    let mut e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    assert_eq!(
+        admit(&e, &gates, t0()),
+        Admission::Proceed(vec![Step::AddFinalizer])
+    );
+    e.has_finalizer = true;
+    assert_eq!(admit(&e, &gates, t0()), Admission::Proceed(vec![]));
+    // Another class's ExternalSecret: nothing at all, not even the finalizer.
+    e.has_finalizer = false;
+    let foreign = Gates {
+        foreign_class: true,
+        ..gates
+    };
+    let Admission::Stop(s) = admit(&e, &foreign, t0()) else {
+        panic!()
+    };
+    assert!(s.steps.is_empty());
+    assert!(matches!(s.end, End::Await(_)));
+    // ClusterSecretStore reconciler disabled: the finalizer, then skip.
+    e.uses_cluster_store = true;
+    let no_css = Gates {
+        cluster_stores: false,
+        ..gates
+    };
+    let Admission::Stop(s) = admit(&e, &no_css, t0()) else {
+        panic!()
+    };
+    assert_eq!(s.steps, vec![Step::AddFinalizer]);
+    assert!(matches!(s.end, End::Await(_)));
+    // A generic target: finalizer, the Warning, the status and the metric; refused, no retry.
+    e.uses_cluster_store = false;
+    e.manifest = Some(ManifestView {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+    });
+    let Admission::Stop(s) = admit(&e, &gates, t0()) else {
+        panic!()
+    };
+    assert_eq!(
+        names(&s),
+        ["add-finalizer", "event", "status", "ready-metric"]
+    );
+    assert_eq!(
+        s.end,
+        End::Refused(SyncError::GenericTarget(GenericTargetError::Disabled))
+    );
+}
+
+#[test]
+fn deletion_applies_the_policy_then_drops_the_finalizer() {
+    let mut e = es(CreationPolicy::Owner, DeletionPolicy::Delete);
+    e.deleting = true;
+    e.has_finalizer = true;
+    let mut owned = secret(&[("k", "v")]);
+    owned.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "external-secrets.io/v1".into(),
+        kind: "ExternalSecret".into(),
+        name: "es".into(),
+        uid: "uid-1".into(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]);
+    assert!(deletion_reads_target(&e));
+    assert_eq!(
+        names(&deletion(&e, Some(&owned))),
+        ["delete-target", "remove-finalizer", "forget"]
+    );
+    // Not controlled by this ExternalSecret, or Retain: kept.
+    assert_eq!(
+        names(&deletion(&e, Some(&secret(&[("k", "v")])))),
+        ["remove-finalizer", "forget"]
+    );
+    e.deletion = DeletionPolicy::Retain;
+    assert_eq!(
+        names(&deletion(&e, Some(&owned))),
+        ["remove-finalizer", "forget"]
+    );
+    // Without our finalizer there is nothing to clean up.
+    e.has_finalizer = false;
+    assert!(!deletion_reads_target(&e));
+    assert_eq!(names(&deletion(&e, None)), ["forget"]);
+}
+
+#[test]
+fn a_skipped_refresh_only_catches_the_status_up() {
+    let r = Requeue::After(Duration::from_secs(60));
+    assert_eq!(
+        refresh_skipped(r, None),
+        Steps {
+            steps: vec![],
+            end: End::Done {
+                requeue: r,
+                wrote: false
+            }
+        }
+    );
+    let st = EsStatus::default();
+    assert_eq!(
+        refresh_skipped(r, Some(st.clone())).steps,
+        vec![Step::Status(st)]
+    );
+    let e = es(CreationPolicy::Owner, DeletionPolicy::Retain);
+    assert_eq!(owner_label(&e), Some(hash::created_by_label("ns", "es")));
+    assert_eq!(
+        owner_label(&es(CreationPolicy::Orphan, DeletionPolicy::Retain)),
+        None
     );
 }

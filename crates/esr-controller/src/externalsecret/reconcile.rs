@@ -1,188 +1,33 @@
 //! The thin IO around the pure core: the ExternalSecret reconciler (kube-runtime `Controller`),
 //! its watches, and the Kubernetes writes.
 
-use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use esr_api::v1::{ClusterSecretStore, ExternalSecret, SecretStore};
-use esr_provider::store::{StoreLookup, StoreRef};
-use esr_provider::{
-    KubeAccess, ProviderError, ProviderRegistry, ResolveOptions, StoreInfo, StoreKind,
-};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use esr_api::v1::ExternalSecret;
+use esr_provider::ResolveOptions;
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder};
+use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
 use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
-use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
-    self, Decision, EsStatus, EsView, EventRec, EventType, LABEL_MANAGED, LABEL_OWNER, Outcome,
-    PlanInput, SecretWrite,
+    self, Admission, Decision, End, EsStatus, EsView, EventRec, EventType, LABEL_OWNER, PlanInput,
+    SecretWrite, Step, Steps,
 };
-use crate::externalsecret::template::{TemplateEngine, load_sources};
+use crate::externalsecret::template::load_sources;
 use crate::metrics::{Metrics, ResourceLabels};
+pub use crate::runtime::{Context, Error};
 
-/// Controller settings (the `esr controller` flags that matter here).
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// `--namespace`: watch only this namespace (`None`: cluster-wide).
-    pub namespace: Option<String>,
-    /// `--controller-class`.
-    pub controller_class: String,
-    /// `--concurrent`.
-    pub concurrency: u16,
-    /// `--enable-flood-gate`.
-    pub flood_gate: bool,
-    /// `--store-requeue-interval`.
-    pub store_requeue_interval: Duration,
-    /// `--enable-cluster-store-reconciler` (also gates ExternalSecrets using ClusterSecretStores).
-    pub cluster_stores: bool,
-    /// Identity of this instance in events.
-    pub instance: Option<String>,
-    /// `--enable-push-secret-reconciler`: the store controllers then also manage the store
-    /// finalizer for PushSecrets with `deletionPolicy: Delete` (as ESO).
-    pub push_secrets: bool,
-    /// `--enable-secret-store-reconciler`: run the SecretStore controller (ExternalSecrets using
-    /// SecretStores are reconciled either way, as in ESO).
-    pub secret_stores: bool,
-    /// `--unsafe-allow-generic-targets`.
-    pub allow_generic_targets: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            namespace: None,
-            controller_class: "default".to_string(),
-            concurrency: 1,
-            flood_gate: true,
-            store_requeue_interval: Duration::from_secs(300),
-            cluster_stores: true,
-            instance: None,
-            push_secrets: true,
-            secret_stores: true,
-            allow_generic_targets: false,
-        }
-    }
-}
-
-/// Errors of a reconcile (all retried with backoff).
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Kubernetes API error.
-    #[error("kubernetes API error: {0}")]
-    Kube(#[from] kube::Error),
-    /// A sync failure (already recorded in status and events).
-    #[error("{0}")]
-    Sync(String),
-}
-
-/// Store lookup over reflector caches, falling back to direct GETs on a cache miss.
-#[derive(Clone)]
-pub struct CachedStores {
-    client: Client,
-    ss: Store<SecretStore>,
-    css: Store<ClusterSecretStore>,
-}
-
-fn store_info<K: serde::Serialize>(obj: &K) -> esr_provider::Result<StoreInfo> {
-    let v = serde_json::to_value(obj).map_err(|e| ProviderError::invalid(e.to_string()))?;
-    StoreInfo::from_object(&v)
-}
-
-#[async_trait]
-impl StoreLookup for CachedStores {
-    async fn get_store(
-        &self,
-        kind: StoreKind,
-        namespace: &str,
-        name: &str,
-    ) -> esr_provider::Result<Option<Arc<StoreInfo>>> {
-        match kind {
-            StoreKind::SecretStore => {
-                if let Some(s) = self.ss.get(&ObjectRef::new(name).within(namespace)) {
-                    return store_info(&*s).map(|s| Some(Arc::new(s)));
-                }
-                let api: Api<SecretStore> = Api::namespaced(self.client.clone(), namespace);
-                match api
-                    .get_opt(name)
-                    .await
-                    .map_err(esr_provider::error::from_kube_error)?
-                {
-                    Some(s) => store_info(&s).map(|s| Some(Arc::new(s))),
-                    None => Ok(None),
-                }
-            }
-            StoreKind::ClusterSecretStore => {
-                if let Some(s) = self.css.get(&ObjectRef::new(name)) {
-                    return store_info(&*s).map(|s| Some(Arc::new(s)));
-                }
-                let api: Api<ClusterSecretStore> = Api::all(self.client.clone());
-                match api
-                    .get_opt(name)
-                    .await
-                    .map_err(esr_provider::error::from_kube_error)?
-                {
-                    Some(s) => store_info(&s).map(|s| Some(Arc::new(s))),
-                    None => Ok(None),
-                }
-            }
-        }
-    }
-
-    async fn namespace_labels(
-        &self,
-        namespace: &str,
-    ) -> esr_provider::Result<Option<BTreeMap<String, String>>> {
-        let api: Api<Namespace> = Api::all(self.client.clone());
-        Ok(api
-            .get_opt(namespace)
-            .await
-            .map_err(esr_provider::error::from_kube_error)?
-            .map(|n| n.labels().clone()))
-    }
-}
-
-/// Shared state of the reconcilers.
-pub struct Context {
-    /// Kubernetes client.
-    pub client: Client,
-    /// Settings.
-    pub config: Config,
-    /// Providers.
-    pub registry: ProviderRegistry,
-    /// Kubernetes IO for providers and template sources.
-    pub kube: Arc<dyn KubeAccess>,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// Store lookup.
-    pub stores: CachedStores,
-    /// Templates.
-    pub templates: Arc<dyn TemplateEngine>,
-    es_recorder: Recorder,
-    failures: refresh::Backoffs<(String, String)>,
-    /// Metadata (without managedFields) of the Secrets labelled
-    /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
-    /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
-    managed_secrets: Store<PartialObjectMeta<Secret>>,
-    /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
-    /// it (see [`effective_status`]).
-    written: Mutex<HashMap<String, EsStatus>>,
-}
-
+/// The ExternalSecret controller's use of the shared [`Context`].
 impl Context {
     fn remember_status(&self, es: &ExternalSecret, st: &EsStatus) {
         if let Some(uid) = es.uid() {
@@ -366,520 +211,310 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
         .set(started.elapsed().as_nanos() as f64);
     match &result {
         Ok(_) => ctx.failures.reset(&(ns, name)),
-        Err(_) => ctx.metrics.sync_calls_error.get_or_create(&labels).inc(),
+        Err(e) => ctx.metrics.sync_error(&name, &ns, e.metric_label()),
     }
     result
 }
 
+/// One reconcile: gathers the inputs [`plan`] decides on (the target Secret, the provider data,
+/// the orphan candidates, the template sources) and executes the [`plan::Steps`] it returns.
 async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action, Error> {
-    let name = es.name_any();
-    let ns = es.namespace().unwrap_or_default();
-    let api: Api<ExternalSecret> = Api::namespaced(ctx.client.clone(), &ns);
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let start = now_seconds();
-    let mut view: EsView = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
-    view.status = ctx.status_for(es, std::mem::take(&mut view.status));
-
-    // ES deletion: honour deletionPolicy, then drop the finalizer.
-    if es.meta().deletion_timestamp.is_some() {
-        if es.finalizers().iter().any(|f| f == plan::FINALIZER) {
-            let existing = secrets.get_opt(&view.target_name).await?;
-            if plan::delete_target_on_es_deletion(&view, existing.as_ref()) {
-                match secrets
-                    .delete(&view.target_name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => {
-                        info!(es = %name, namespace = %ns, secret = %view.target_name, "deleted target secret")
-                    }
-                    Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            let remaining: Vec<String> = es
-                .finalizers()
-                .iter()
-                .filter(|f| *f != plan::FINALIZER)
-                .cloned()
-                .collect();
-            let patch = serde_json::json!({"metadata": {"finalizers": remaining, "resourceVersion": es.resource_version()}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-        }
-        ctx.metrics.forget(&name, &ns);
-        ctx.forget_status(es);
-        return Ok(Action::await_change());
+    let ex = Executor::new(es, ctx);
+    let view = &ex.view;
+    if view.deleting {
+        let existing = if plan::deletion_reads_target(view) {
+            ex.target().await?
+        } else {
+            None
+        };
+        return ex.run(plan::deletion(view, existing.as_ref())).await;
     }
-    // A store of another controller class: that controller's ExternalSecret. Skip before the
-    // finalizer and any status write (the refresh decision below may write status).
-    if let Ok(true) = esr_provider::store::any_store_unmanaged(
-        &ctx.stores,
-        &ns,
-        &referenced_stores(es),
-        &ctx.config.controller_class,
-    )
-    .await
-    {
-        debug!(es = %name, "skipping: store of another controller class");
-        return Ok(Action::await_change());
-    }
-    if !es.finalizers().iter().any(|f| f == plan::FINALIZER) {
-        let mut f = es.finalizers().to_vec();
-        f.push(plan::FINALIZER.to_string());
-        let patch = serde_json::json!({"metadata": {"finalizers": f}});
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-    }
-    if !ctx.config.cluster_stores
-        && es.spec.secret_store_ref.as_ref().and_then(|r| r.kind)
-            == Some(esr_api::v1::SecretStoreKind::ClusterSecretStore)
-    {
-        debug!(es = %name, "skipping: ClusterSecretStore reconciler disabled");
-        return Ok(Action::await_change());
-    }
-
-    if let Some(err) =
-        plan::generic_target_error(view.manifest.as_ref(), ctx.config.allow_generic_targets)
-    {
-        let p = plan::generic_target_failed(&view, &err, start);
-        for ev in &p.events {
-            publish(&ctx.es_recorder, es, ev).await;
-        }
-        if p.status != view.status {
-            write_status(ctx, &api, es, &p.status).await?;
-        }
-        if let Some(c) = p.status.ready() {
-            Metrics::set_condition(&ctx.metrics.es_condition, &name, &ns, "Ready", &c.status);
-        }
-        warn!(es = %name, namespace = %ns, error = %err, "generic target refused (terminal until the next change)");
-        return Ok(Action::await_change());
-    }
-
-    let existing = secrets.get_opt(&view.target_name).await?;
-    let jitter = jitter_for(view.refresh_interval);
-    match plan::decide(&view, existing.as_ref(), start, jitter) {
-        Decision::Skip { requeue, status } => {
-            if let Some(st) = status {
-                write_status(ctx, &api, es, &st).await?;
-            }
-            debug!(es = %name, namespace = %ns, "skipping refresh");
-            return Ok(to_action(requeue));
-        }
-        Decision::Sync => {}
-    }
-
-    let env = FetchEnv {
-        lookup: &ctx.stores,
-        registry: &ctx.registry,
-        kube: ctx.kube.clone(),
-        recorder: Arc::new(ctx.metrics.clone()),
-        resolve: ResolveOptions {
-            controller_class: ctx.config.controller_class.clone(),
-            flood_gate: ctx.config.flood_gate,
-        },
-        transformer: ctx.templates.transformer(),
+    let gates = plan::Gates {
+        foreign_class: ex.foreign_class().await,
+        cluster_stores: ctx.config.cluster_stores,
+        allow_generic_targets: ctx.config.allow_generic_targets,
     };
-    let provider: Result<Assembled, String> = match fetch(&env, es).await {
-        Fetched::Skip => {
-            debug!(es = %name, "skipping: store of another controller class");
-            return Ok(Action::await_change());
+    match plan::admit(view, &gates, ex.start) {
+        Admission::Stop(steps) => return ex.run(steps).await,
+        Admission::Proceed(steps) => {
+            if let Some(early) = ex.run_steps(&steps, &End::Await("")).await? {
+                return Ok(early);
+            }
         }
+    }
+    let existing = ex.target().await?;
+    let jitter = jitter_for(view.refresh_interval);
+    if let Decision::Skip { requeue, status } =
+        plan::decide(view, existing.as_ref(), ex.start, jitter)
+    {
+        return ex.run(plan::refresh_skipped(requeue, status)).await;
+    }
+    let provider = match fetch(&ex.fetch_env(), es).await {
+        Fetched::Skip => return ex.run(plan::foreign_store()).await,
         Fetched::Data(d) => d,
     };
-
-    let owned: Vec<String> = if view.creation == plan::CreationPolicy::Owner {
-        ctx.owned_secret_names(
-            &ns,
-            &crate::externalsecret::hash::created_by_label(&ns, &name),
-        )
-        .await?
-    } else {
-        Vec::new()
+    let owned = match plan::owner_label(view) {
+        Some(label) => ctx.owned_secret_names(&view.namespace, &label).await?,
+        None => Vec::new(),
     };
-
     let sources = load_sources(ctx.kube.as_ref(), es).await;
     let renderer = ctx.templates.renderer(es, &sources);
     let p = plan::plan(PlanInput {
-        es: &view,
+        es: view,
         provider,
         existing: existing.as_ref(),
         owned_secret_names: &owned,
         renderer: renderer.as_ref(),
-        start,
+        start: ex.start,
         jitter,
     });
     drop(renderer);
+    ex.run(p.steps(view)).await
+}
 
-    for ev in &p.events {
-        publish(&ctx.es_recorder, es, ev).await;
-    }
-    let mut status = p.status.clone();
-    let mut outcome = p.outcome.clone();
-    if !matches!(outcome, Outcome::Retry(_)) || !matches!(p.write, SecretWrite::None) {
-        for orphan in &p.delete_orphans {
-            match secrets.delete(orphan, &DeleteParams::default()).await {
-                Ok(_) => publish(&ctx.es_recorder, es, &plan::orphan_deleted_event()).await,
-                Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => {}
-                Err(e) => {
-                    let (st, ev) = plan::write_failed(
-                        &view,
-                        &view.status,
-                        plan::WriteKind::DeleteOrphans,
-                        &kube_error_text(&e),
-                        start,
-                    );
-                    publish(&ctx.es_recorder, es, &ev).await;
-                    write_status(ctx, &api, es, &st).await?;
-                    return Err(Error::Sync(e.to_string()));
-                }
-            }
+/// Executes [`plan::Steps`] for one ExternalSecret.
+struct Executor<'a> {
+    es: &'a ExternalSecret,
+    ctx: &'a Context,
+    api: Api<ExternalSecret>,
+    secrets: Api<Secret>,
+    view: EsView,
+    start: DateTime<Utc>,
+}
+
+impl<'a> Executor<'a> {
+    fn new(es: &'a ExternalSecret, ctx: &'a Context) -> Self {
+        let ns = es.namespace().unwrap_or_default();
+        let mut view = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
+        view.status = ctx.status_for(es, std::mem::take(&mut view.status));
+        Executor {
+            es,
+            ctx,
+            api: Api::namespaced(ctx.client.clone(), &ns),
+            secrets: Api::namespaced(ctx.client.clone(), &ns),
+            view,
+            start: now_seconds(),
         }
-        let fm = view.field_manager();
-        let pp = PostParams {
-            field_manager: Some(fm),
-            ..Default::default()
-        };
-        let res = match &p.write {
-            SecretWrite::None => Ok(()),
-            SecretWrite::Create(s) => secrets.create(&pp, s).await.map(|_| ()),
-            SecretWrite::Update(s) => secrets.replace(&view.target_name, &pp, s).await.map(|_| ()),
-            SecretWrite::Delete(n) => match secrets.delete(n, &DeleteParams::default()).await {
-                Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => Ok(()),
-                other => other.map(|_| ()),
+    }
+
+    async fn target(&self) -> Result<Option<Secret>, kube::Error> {
+        self.secrets.get_opt(&self.view.target_name).await
+    }
+
+    /// Whether a referenced store belongs to another controller class (a failed lookup is not).
+    async fn foreign_class(&self) -> bool {
+        matches!(
+            esr_provider::store::any_store_unmanaged(
+                &self.ctx.stores,
+                &self.view.namespace,
+                &referenced_stores(self.es),
+                &self.ctx.config.controller_class,
+            )
+            .await,
+            Ok(true)
+        )
+    }
+
+    fn fetch_env(&self) -> FetchEnv<'_> {
+        FetchEnv {
+            lookup: &self.ctx.stores,
+            registry: &self.ctx.registry,
+            kube: self.ctx.kube.clone(),
+            recorder: Arc::new(self.ctx.metrics.clone()),
+            resolve: ResolveOptions {
+                controller_class: self.ctx.config.controller_class.clone(),
+                flood_gate: self.ctx.config.flood_gate,
             },
-        };
-        match res {
-            Ok(()) => {
-                if let Some(ev) = &p.write_event {
-                    publish(&ctx.es_recorder, es, ev).await;
-                }
-                // Rollout on rotation (opt-in workloads; a no-op when the hash is unchanged).
-                if let SecretWrite::Create(s) | SecretWrite::Update(s) = &p.write
-                    && let Some(h) = s
-                        .metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get("reconcile.external-secrets.io/data-hash"))
-                {
-                    crate::common::rollout::on_secret_changed(
-                        &ctx.client,
-                        &ns,
-                        &view.target_name,
-                        h,
-                    )
-                    .await;
-                }
+            transformer: self.ctx.templates.transformer(),
+        }
+    }
+
+    /// Runs the steps, then ends as `steps.end` says.
+    async fn run(&self, steps: Steps) -> Result<Action, Error> {
+        if let Some(early) = self.run_steps(&steps.steps, &steps.end).await? {
+            return Ok(early);
+        }
+        self.finish(steps.end)
+    }
+
+    /// Runs `steps` in order (`end` is how they would end, for [`plan::write_failure`]).
+    /// `Some` when the reconcile ended early: a conflict, or a failed write and its consequences.
+    async fn run_steps(&self, steps: &[Step], end: &End) -> Result<Option<Action>, Error> {
+        for step in steps {
+            let Err(e) = self.step(step).await else {
+                continue;
+            };
+            if is_conflict(&e) && step.requeue_on_conflict() {
+                debug!(es = %self.view.name, "conflict, requeueing");
+                return Ok(Some(Action::requeue(Duration::from_millis(10))));
             }
-            Err(e) if is_conflict(&e) => {
-                debug!(es = %name, "conflict while writing secret, requeueing");
-                return Ok(Action::requeue(Duration::from_millis(10)));
+            let text = kube_error_text(&e);
+            return match plan::write_failure(&self.view, step, end, &text, self.start) {
+                Some(failed) => Box::pin(self.run(failed)).await.map(Some),
+                None => Err(e.into()),
+            };
+        }
+        Ok(None)
+    }
+
+    async fn step(&self, step: &Step) -> Result<(), kube::Error> {
+        let (ctx, view) = (self.ctx, &self.view);
+        match step {
+            Step::AddFinalizer => {
+                let mut f = self.es.finalizers().to_vec();
+                f.push(plan::FINALIZER.to_string());
+                let patch = serde_json::json!({"metadata": {"finalizers": f}});
+                self.patch(&patch).await
             }
-            Err(e) => {
-                let api_err = kube_error_text(&e);
-                let (kind, detail) = match (&p.write, &outcome) {
-                    (_, Outcome::Terminal(t)) => {
-                        (plan::WriteKind::Immutable, format!("{t}; {api_err}"))
-                    }
-                    (SecretWrite::Delete(_), _) => (plan::WriteKind::Delete, api_err),
-                    (SecretWrite::Create(_), _) => (plan::WriteKind::Create, api_err),
-                    _ => (plan::WriteKind::Update, api_err),
+            Step::RemoveFinalizer => {
+                let remaining: Vec<&String> = self
+                    .es
+                    .finalizers()
+                    .iter()
+                    .filter(|f| *f != plan::FINALIZER)
+                    .collect();
+                let patch = serde_json::json!({"metadata": {"finalizers": remaining, "resourceVersion": self.es.resource_version()}});
+                self.patch(&patch).await
+            }
+            Step::DeleteTarget => {
+                if self.delete(&view.target_name).await? {
+                    info!(es = %view.name, namespace = %view.namespace, secret = %view.target_name, "deleted target secret");
+                }
+                Ok(())
+            }
+            Step::Forget => {
+                ctx.metrics.forget(&view.name, &view.namespace);
+                ctx.forget_status(self.es);
+                Ok(())
+            }
+            Step::Event(ev) => {
+                publish(&ctx.es_recorder, self.es, ev).await;
+                Ok(())
+            }
+            Step::DeleteOrphan(name) => {
+                if self.delete(name).await? {
+                    publish(&ctx.es_recorder, self.es, &plan::orphan_deleted_event()).await;
+                }
+                Ok(())
+            }
+            Step::Write(w) => {
+                let pp = PostParams {
+                    field_manager: Some(view.field_manager()),
+                    ..Default::default()
                 };
-                let (st, ev) = plan::write_failed(&view, &view.status, kind, &detail, start);
-                let text = ev.message.clone();
-                publish(&ctx.es_recorder, es, &ev).await;
-                status = st;
-                outcome = Outcome::Retry(text);
+                match w {
+                    SecretWrite::None => Ok(()),
+                    SecretWrite::Create(s) => self.secrets.create(&pp, s).await.map(|_| ()),
+                    SecretWrite::Update(s) => self
+                        .secrets
+                        .replace(&view.target_name, &pp, s)
+                        .await
+                        .map(|_| ()),
+                    SecretWrite::Delete(n) => self.delete(n).await.map(|_| ()),
+                }
+            }
+            Step::Rollout(hash) => {
+                crate::common::rollout::on_secret_changed(
+                    &ctx.client,
+                    &view.namespace,
+                    &view.target_name,
+                    hash,
+                )
+                .await;
+                Ok(())
+            }
+            Step::Status(st) => write_status(ctx, &self.api, self.es, st).await,
+            Step::ReadyMetric(status) => {
+                let m = &ctx.metrics.es_condition;
+                Metrics::set_condition(m, &view.name, &view.namespace, "Ready", status);
+                Ok(())
             }
         }
     }
 
-    if status != view.status
-        && let Err(e) = write_status(ctx, &api, es, &status).await
-    {
-        if is_conflict(&e) {
-            return Ok(Action::requeue(Duration::from_millis(10)));
+    async fn patch(&self, patch: &serde_json::Value) -> Result<(), kube::Error> {
+        let pp = PatchParams::default();
+        self.api
+            .patch(&self.view.name, &pp, &Patch::Merge(patch))
+            .await
+            .map(|_| ())
+    }
+
+    /// Deletes a Secret; `false` when it was already gone.
+    async fn delete(&self, name: &str) -> Result<bool, kube::Error> {
+        match self.secrets.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(true),
+            Err(e) if esr_provider::error::kube_status_code(&e) == Some(404) => Ok(false),
+            Err(e) => Err(e),
         }
-        return Err(e.into());
     }
-    if let Some(c) = status.ready() {
-        Metrics::set_condition(&ctx.metrics.es_condition, &name, &ns, "Ready", &c.status);
-    }
-    match outcome {
-        Outcome::Done => {
-            if p.write != SecretWrite::None {
-                info!(es = %name, namespace = %ns, "reconciled secret");
+
+    fn finish(&self, end: End) -> Result<Action, Error> {
+        let (name, ns) = (&self.view.name, &self.view.namespace);
+        Ok(match end {
+            End::Done { requeue, wrote } => {
+                if wrote {
+                    info!(es = %name, namespace = %ns, "reconciled secret");
+                }
+                to_action(requeue)
             }
-            Ok(to_action(p.requeue))
-        }
-        Outcome::Terminal(t) => {
-            warn!(es = %name, namespace = %ns, error = %t, "sync failed (terminal until the next change)");
-            ctx.metrics
-                .sync_calls_error
-                .get_or_create(&ResourceLabels {
-                    name,
-                    namespace: ns,
-                })
-                .inc();
-            Ok(Action::await_change())
-        }
-        Outcome::Retry(t) => Err(Error::Sync(t)),
+            End::Await(why) => {
+                debug!(es = %name, namespace = %ns, "{why}");
+                Action::await_change()
+            }
+            End::Terminal(t) => {
+                warn!(es = %name, namespace = %ns, error = %t, "sync failed (terminal until the next change)");
+                self.ctx.metrics.sync_error(name, ns, t.metric_label());
+                Action::await_change()
+            }
+            End::Refused(t) => {
+                warn!(es = %name, namespace = %ns, error = %t, "generic target refused (terminal until the next change)");
+                Action::await_change()
+            }
+            // The reconcile's error: counted in `reconcile_es` and retried with backoff.
+            End::Retry(t) => return Err(Error::Sync(t)),
+        })
     }
 }
 
-/// Backoff policy of the ExternalSecret controller: 1s × 2^n up to 7 minutes.
+/// Backoff policy of the ExternalSecret controller: 1s × 2^n up to 7 minutes, or longer when
+/// the backend throttled us with a retry-after hint ([`error_delay`]).
 pub fn es_error_policy(es: Arc<ExternalSecret>, err: &Error, ctx: Arc<Context>) -> Action {
-    let delay = ctx
+    let backoff = ctx
         .failures
         .failed((es.namespace().unwrap_or_default(), es.name_any()));
+    let delay = error_delay(err, backoff);
     warn!(es = %es.name_any(), namespace = %es.namespace().unwrap_or_default(), error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
-fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    es.metadata.generation.hash(&mut h);
-    es.labels().hash(&mut h);
-    es.annotations().hash(&mut h);
-    es.finalizers().hash(&mut h);
-    es.metadata
-        .deletion_timestamp
-        .as_ref()
-        .map(|t| t.0.as_second())
-        .hash(&mut h);
-    Some(h.finish())
-}
-
-fn ready_hash<K: serde::Serialize>(obj: &K) -> Option<u64> {
-    let v = serde_json::to_value(obj).ok()?;
-    let ready = v
-        .pointer("/status/conditions")
-        .and_then(|c| c.as_array())
-        .and_then(|c| {
-            c.iter()
-                .find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))
-        })
-        .and_then(|c| c.get("status"))
-        .and_then(|s| s.as_str())
-        .unwrap_or("")
-        .to_string();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    ready.hash(&mut h);
-    Some(h.finish())
-}
-
-/// ExternalSecrets (from the cache) targeting `namespace/secret`.
-pub fn es_for_secret(
-    store: &Store<ExternalSecret>,
-    namespace: &str,
-    secret: &str,
-) -> Vec<ObjectRef<ExternalSecret>> {
-    store
-        .state()
-        .iter()
-        .filter(|es| es.namespace().as_deref() == Some(namespace))
-        .filter(|es| {
-            let target = es
-                .spec
-                .target
-                .as_ref()
-                .and_then(|t| t.name.clone())
-                .filter(|n| !n.is_empty());
-            target.unwrap_or_else(|| es.name_any()) == secret
-        })
-        .map(|es| ObjectRef::from_obj(&**es))
-        .collect()
-}
-
-/// ExternalSecrets (from the cache) that use a store.
-pub fn es_for_store(
-    store: &Store<ExternalSecret>,
-    kind: StoreKind,
-    namespace: Option<&str>,
-    name: &str,
-) -> Vec<ObjectRef<ExternalSecret>> {
-    let wanted = StoreRef {
-        kind,
-        name: name.to_string(),
-    };
-    store
-        .state()
-        .iter()
-        .filter(|es| kind.is_cluster() || es.namespace().as_deref() == namespace)
-        .filter(|es| referenced_stores(es).contains(&wanted))
-        .map(|es| ObjectRef::from_obj(&**es))
-        .collect()
-}
-
-/// Everything needed to run the controllers.
-pub struct Runtime {
-    /// Shared context.
-    pub ctx: Arc<Context>,
-    ss_reader: Store<SecretStore>,
-    css_reader: Store<ClusterSecretStore>,
-    ss_writer: reflector::store::Writer<SecretStore>,
-    css_writer: reflector::store::Writer<ClusterSecretStore>,
-    managed_writer: reflector::store::Writer<PartialObjectMeta<Secret>>,
-}
-
-impl Runtime {
-    /// Builds the context.
-    pub fn new(
-        client: Client,
-        config: Config,
-        registry: ProviderRegistry,
-        kube: Arc<dyn KubeAccess>,
-        metrics: Metrics,
-        templates: Arc<dyn TemplateEngine>,
-    ) -> Self {
-        let (ss_reader, ss_writer) = reflector::store();
-        let (css_reader, css_writer) = reflector::store();
-        let (managed_reader, managed_writer) = reflector::store();
-        let reporter = Reporter {
-            controller: esr_api::consts::EVENT_SOURCE_ES.to_string(),
-            instance: config.instance.clone(),
-        };
-        let ctx = Arc::new(Context {
-            es_recorder: Recorder::new(client.clone(), reporter),
-            stores: CachedStores {
-                client: client.clone(),
-                ss: ss_reader.clone(),
-                css: css_reader.clone(),
-            },
-            client,
-            config,
-            registry,
-            kube,
-            metrics,
-            templates,
-            failures: Default::default(),
-            managed_secrets: managed_reader,
-            written: Mutex::new(HashMap::new()),
-        });
-        Runtime {
-            ctx,
-            ss_reader,
-            css_reader,
-            ss_writer,
-            css_writer,
-            managed_writer,
-        }
-    }
-
-    /// Runs the ExternalSecret controller and the store controllers until `shutdown` resolves.
-    pub async fn run(
-        self,
-        shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-    ) {
-        let ctx = self.ctx.clone();
-        let client = ctx.client.clone();
-        let ns = ctx.config.namespace.clone();
-        let es_api: Api<ExternalSecret> = match &ns {
-            Some(n) => Api::namespaced(client.clone(), n),
-            None => Api::all(client.clone()),
-        };
-        let secret_api: Api<PartialObjectMeta<Secret>> = match &ns {
-            Some(n) => Api::namespaced(client.clone(), n),
-            None => Api::all(client.clone()),
-        };
-        let ss_api: Api<SecretStore> = match &ns {
-            Some(n) => Api::namespaced(client.clone(), n),
-            None => Api::all(client.clone()),
-        };
-        let css_api: Api<ClusterSecretStore> = Api::all(client.clone());
-
-        let (es_reader, es_writer) = reflector::store();
-        let es_stream =
-            reflector::reflector(es_writer, watcher(es_api, watcher::Config::default()))
-                .default_backoff()
-                .applied_objects()
-                .predicate_filter(es_trigger_hash, Default::default());
-
-        let managed = format!("{LABEL_MANAGED}=true");
-        // managedFields are dropped before caching: only names, labels, annotations and owner
-        // references are needed, and they keep the cache small.
-        let secret_stream = reflector::reflector(
-            self.managed_writer,
-            watcher(secret_api, watcher::Config::default().labels(&managed)).modify(
-                |m: &mut PartialObjectMeta<Secret>| {
-                    m.metadata.managed_fields = None;
-                },
-            ),
-        )
-        .default_backoff()
-        .touched_objects()
-        .predicate_filter(predicates::resource_version, Default::default());
-
-        let ss_stream =
-            reflector::reflector(self.ss_writer, watcher(ss_api, watcher::Config::default()))
-                .default_backoff()
-                .applied_objects()
-                .predicate_filter(ready_hash::<SecretStore>, Default::default());
-        let css_stream = reflector::reflector(
-            self.css_writer,
-            watcher(css_api.clone(), watcher::Config::default()),
-        )
-        .default_backoff()
-        .applied_objects()
-        .predicate_filter(ready_hash::<ClusterSecretStore>, Default::default());
-
-        let r1 = es_reader.clone();
-        let r2 = es_reader.clone();
-        let r3 = es_reader.clone();
-        let shutdown_all = futures::future::FutureExt::shared(shutdown);
-        let s1 = shutdown_all.clone();
-        let mut es_controller = Controller::for_stream(es_stream, es_reader)
-            .with_config(
-                kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
-            )
-            .watches_stream(secret_stream, move |s| {
-                let ns = s.namespace().unwrap_or_default();
-                es_for_secret(&r1, &ns, &s.name_any())
-            })
-            .watches_stream(ss_stream, move |s: SecretStore| {
-                let ns = s.namespace();
-                es_for_store(&r2, StoreKind::SecretStore, ns.as_deref(), &s.name_any())
-            });
-        // ClusterSecretStores are watched (cluster-wide) only when their reconciler runs.
-        if ctx.config.cluster_stores {
-            es_controller =
-                es_controller.watches_stream(css_stream, move |s: ClusterSecretStore| {
-                    es_for_store(&r3, StoreKind::ClusterSecretStore, None, &s.name_any())
-                });
-        }
-        let es_controller = es_controller
-            .graceful_shutdown_on(s1)
-            .run(reconcile_es, es_error_policy, ctx.clone())
-            .for_each(|res| async move {
-                if let Err(e) = res {
-                    debug!(error = %e, "controller event");
-                }
-            });
-
-        let stores = crate::secretstore::reconcile::StoreControllers::new(ctx.clone())
-            .with_push_secret_finalizer(ctx.config.push_secrets);
-        let s2 = shutdown_all.clone();
-        let s3 = shutdown_all.clone();
-        let ss_enabled = ctx.config.secret_stores;
-        let ss_run = stores.run_secret_stores(ns.clone(), s2);
-        let ss_ctrl = async move {
-            if ss_enabled {
-                ss_run.await;
-            }
-        };
-        let css_ctrl = stores.run_cluster_secret_stores(s3);
-        let _ = (&self.ss_reader, &self.css_reader);
-        if ctx.config.cluster_stores {
-            tokio::join!(es_controller, ss_ctrl, css_ctrl);
-        } else {
-            tokio::join!(es_controller, ss_ctrl);
-        }
-    }
+/// The wait before retrying after `err`: the `backoff`, lengthened to the retry-after hint of a
+/// throttling provider.
+pub fn error_delay(err: &Error, backoff: Duration) -> Duration {
+    refresh::retry_delay(backoff, err.retry_after())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::runtime::watcher::Event;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn throttling_drives_the_requeue() {
+        use crate::externalsecret::error::SyncError;
+        use esr_provider::ProviderError;
+        let s = Duration::from_secs;
+        let throttled = Error::Sync(
+            SyncError::Provider(ProviderError::throttled("slow down", Some(s(30)))).at_data(0, "k"),
+        );
+        assert_eq!(error_delay(&throttled, s(1)), s(30));
+        assert_eq!(throttled.metric_label(), "throttled");
+        let without_hint = Error::Sync(ProviderError::throttled("slow down", None).into());
+        assert_eq!(error_delay(&without_hint, s(2)), s(2));
+        let other = Error::Sync(ProviderError::transient("down").into());
+        assert_eq!(error_delay(&other, s(4)), s(4));
+        assert_eq!(other.metric_label(), "transient");
+    }
 
     #[test]
     fn a_status_written_but_not_yet_cached_wins() {
@@ -923,100 +558,5 @@ mod tests {
         assert_eq!(owned_names(&cache, "app", "h1"), vec!["new", "old"]);
         assert!(owned_names(&cache, "app", "h3").is_empty());
         assert_eq!(owned_names(&cache, "team", "h1"), vec!["same-label"]);
-    }
-
-    fn es(ns: &str, name: &str, spec: serde_json::Value) -> ExternalSecret {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
-            "metadata": {"name": name, "namespace": ns}, "spec": spec
-        }))
-        .unwrap()
-    }
-
-    fn cache(items: Vec<ExternalSecret>) -> Store<ExternalSecret> {
-        let (reader, mut writer) = reflector::store();
-        writer.apply_watcher_event(&Event::Init);
-        for i in items {
-            writer.apply_watcher_event(&Event::InitApply(i));
-        }
-        writer.apply_watcher_event(&Event::InitDone);
-        reader
-    }
-
-    #[test]
-    fn secrets_map_to_external_secrets_by_target_name() {
-        let store = cache(vec![
-            es("a", "db", serde_json::json!({})),
-            es(
-                "a",
-                "other",
-                serde_json::json!({"target": {"name": "db-copy"}}),
-            ),
-            es("b", "db", serde_json::json!({})),
-        ]);
-        let names = |v: Vec<ObjectRef<ExternalSecret>>| -> Vec<String> {
-            v.into_iter().map(|r| r.name).collect()
-        };
-        assert_eq!(
-            names(es_for_secret(&store, "a", "db")),
-            vec!["db".to_string()]
-        );
-        assert_eq!(
-            names(es_for_secret(&store, "a", "db-copy")),
-            vec!["other".to_string()]
-        );
-        assert!(es_for_secret(&store, "c", "db").is_empty());
-    }
-
-    #[test]
-    fn stores_map_to_the_external_secrets_using_them() {
-        let store = cache(vec![
-            es(
-                "a",
-                "x",
-                serde_json::json!({"secretStoreRef": {"name": "s"}}),
-            ),
-            es(
-                "b",
-                "y",
-                serde_json::json!({"secretStoreRef": {"name": "s"}}),
-            ),
-            es(
-                "a",
-                "z",
-                serde_json::json!({"secretStoreRef": {"name": "c", "kind": "ClusterSecretStore"}}),
-            ),
-            es(
-                "b",
-                "w",
-                serde_json::json!({"data": [{"secretKey": "k", "remoteRef": {"key": "r"},
-                    "sourceRef": {"storeRef": {"name": "c", "kind": "ClusterSecretStore"}}}]}),
-            ),
-        ]);
-        let mut got: Vec<String> = es_for_store(&store, StoreKind::SecretStore, Some("a"), "s")
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        assert_eq!(got, vec!["x".to_string()]);
-        got = es_for_store(&store, StoreKind::ClusterSecretStore, None, "c")
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        got.sort();
-        assert_eq!(got, vec!["w".to_string(), "z".to_string()]);
-    }
-
-    #[test]
-    fn trigger_hash_ignores_status_only_changes() {
-        let a = es("a", "x", serde_json::json!({}));
-        let mut b = a.clone();
-        b.status = Some(Default::default());
-        assert_eq!(es_trigger_hash(&a), es_trigger_hash(&b));
-        let mut c = a.clone();
-        c.metadata.labels = Some([("l".to_string(), "v".to_string())].into());
-        assert_ne!(es_trigger_hash(&a), es_trigger_hash(&c));
-        let mut d = a.clone();
-        d.metadata.generation = Some(2);
-        assert_ne!(es_trigger_hash(&a), es_trigger_hash(&d));
     }
 }

@@ -13,7 +13,7 @@ use kube::ResourceExt;
 
 use esr_template::RenderLimits;
 
-use crate::externalsecret::pipeline::KeyTransformer;
+use crate::externalsecret::pipeline::{KeyTransformer, PipelineError};
 use crate::externalsecret::plan::Renderer;
 
 /// The ConfigMaps and Secrets an ExternalSecret's `templateFrom` references (same namespace).
@@ -243,11 +243,13 @@ impl crate::externalsecret::plan::Renderer for EsoRenderer<'_> {
 }
 
 impl KeyTransformer for EsoTemplates {
-    fn transform_key(&self, template: &str, key: &str) -> Result<String, String> {
+    fn transform_key(&self, template: &str, key: &str) -> Result<String, PipelineError> {
         esr_template::eso::rewrite_transform_with(template, key, &self.bounds.limits()).map_err(
-            |e| match self.bounds.stop_text(&e) {
-                Some(text) => format!("unable to execute transform template: {text}"),
-                None => e.to_string(),
+            |e| {
+                PipelineError::Transform(match self.bounds.stop_text(&e) {
+                    Some(text) => format!("unable to execute transform template: {text}"),
+                    None => e.to_string(),
+                })
             },
         )
     }
@@ -428,11 +430,13 @@ spec:
                 .unwrap(),
             "DB_PASS"
         );
+        let PipelineError::Transform(text) = engine.transform_key("{{ .value ", "k").unwrap_err()
+        else {
+            panic!("not a transform error")
+        };
         assert!(
-            engine
-                .transform_key("{{ .value ", "k")
-                .unwrap_err()
-                .starts_with("unable to parse transform template")
+            text.starts_with("unable to parse transform template"),
+            "{text}"
         );
     }
 
@@ -493,7 +497,10 @@ spec:
             .unwrap_err();
         assert_eq!(
             err,
-            "unable to execute transform template: the render exceeded its deadline of 0s"
+            PipelineError::Transform(
+                "unable to execute transform template: the render exceeded its deadline of 0s"
+                    .into()
+            )
         );
     }
 

@@ -421,7 +421,7 @@ async fn manage_store_finalizer<K: StoreObject>(
     // cannot be listed (e.g. the CRD is not installed) the store is still validated.
     match tokio::time::timeout(PS_CACHE_WAIT, push_secrets.wait_until_ready()).await {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(Error::Sync(format!("PushSecret cache: {e}"))),
+        Ok(Err(e)) => return Err(Error::Store(format!("PushSecret cache: {e}"))),
         Err(_) => {
             warn!(store = %store.name_any(), "PushSecret cache not ready; store finalizer left unchanged");
             return Ok(());
@@ -479,8 +479,8 @@ async fn reconcile_store<K: StoreObject>(
     let started = Instant::now();
     let name = store.name_any();
     let ns = store.namespace().unwrap_or_default();
-    let raw = serde_json::to_value(&*store).map_err(|e| Error::Sync(e.to_string()))?;
-    let info = StoreInfo::from_object(&raw).map_err(|e| Error::Sync(e.to_string()))?;
+    let raw = serde_json::to_value(&*store).map_err(|e| Error::Store(e.to_string()))?;
+    let info = StoreInfo::from_object(&raw).map_err(|e| Error::Store(e.to_string()))?;
     if !store_is_managed(&info, &ctx.config.controller_class) {
         return Ok(Action::await_change());
     }
@@ -603,7 +603,7 @@ async fn reconcile_store<K: StoreObject>(
     let interval = store_interval(store.refresh_interval(), ctx.config.store_requeue_interval);
     if outcome.retry {
         let _ = refresh::backoff(0);
-        return Err(Error::Sync(outcome.event.message));
+        return Err(Error::Store(outcome.event.message));
     }
     Ok(Action::requeue(interval))
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use esr_controller::clusterexternalsecret::reconcile::{Observation, Observe};
-use esr_controller::externalsecret::reconcile::{Config, Runtime};
 use esr_controller::metrics::{Metrics, Observed};
+use esr_controller::runtime::{Config, Runtime};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
 use esr_provider::KubeClientAccess;
 use tracing::{info, warn};

@@ -1,0 +1,539 @@
+//! The runtime wiring of the controllers: settings ([`Config`]), the shared [`Context`], the
+//! store cache ([`CachedStores`]) and [`Runtime`], which starts the ExternalSecret controller with
+//! its watches (ExternalSecrets, managed Secrets, SecretStores, ClusterSecretStores) and the store
+//! controllers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use esr_api::v1::{ClusterSecretStore, ExternalSecret, SecretStore};
+use esr_provider::store::{StoreLookup, StoreRef};
+use esr_provider::{KubeAccess, ProviderError, ProviderRegistry, StoreInfo, StoreKind};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::core::PartialObjectMeta;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
+use kube::{Api, Client, ResourceExt};
+use tracing::debug;
+
+use crate::common::refresh;
+use crate::externalsecret::error::SyncError;
+use crate::externalsecret::fetch::referenced_stores;
+use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
+use crate::externalsecret::reconcile::{es_error_policy, reconcile_es};
+use crate::externalsecret::template::TemplateEngine;
+use crate::metrics::Metrics;
+
+/// Controller settings (the `esr controller` flags that matter here).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--namespace`: watch only this namespace (`None`: cluster-wide).
+    pub namespace: Option<String>,
+    /// `--controller-class`.
+    pub controller_class: String,
+    /// `--concurrent`.
+    pub concurrency: u16,
+    /// `--enable-flood-gate`.
+    pub flood_gate: bool,
+    /// `--store-requeue-interval`.
+    pub store_requeue_interval: Duration,
+    /// `--enable-cluster-store-reconciler` (also gates ExternalSecrets using ClusterSecretStores).
+    pub cluster_stores: bool,
+    /// Identity of this instance in events.
+    pub instance: Option<String>,
+    /// `--enable-push-secret-reconciler`: the store controllers then also manage the store
+    /// finalizer for PushSecrets with `deletionPolicy: Delete` (as ESO).
+    pub push_secrets: bool,
+    /// `--enable-secret-store-reconciler`: run the SecretStore controller (ExternalSecrets using
+    /// SecretStores are reconciled either way, as in ESO).
+    pub secret_stores: bool,
+    /// `--unsafe-allow-generic-targets`.
+    pub allow_generic_targets: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            namespace: None,
+            controller_class: "default".to_string(),
+            concurrency: 1,
+            flood_gate: true,
+            store_requeue_interval: Duration::from_secs(300),
+            cluster_stores: true,
+            instance: None,
+            push_secrets: true,
+            secret_stores: true,
+            allow_generic_targets: false,
+        }
+    }
+}
+
+/// Errors of a reconcile (all retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Kubernetes API error.
+    #[error("kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    /// A sync failure (already recorded in status and events).
+    #[error("{0}")]
+    Sync(#[from] SyncError),
+    /// A store controller failure (already recorded on the store's status and events).
+    #[error("{0}")]
+    Store(String),
+}
+
+impl Error {
+    /// The `reason` label of `externalsecret_sync_calls_error` (see [`crate::metrics`]).
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kubernetes",
+            Error::Sync(e) => e.metric_label(),
+            Error::Store(_) => "store",
+        }
+    }
+
+    /// The backend's retry-after hint when it throttled us.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Sync(e) => e.retry_after(),
+            _ => None,
+        }
+    }
+}
+
+/// Store lookup over reflector caches, falling back to direct GETs on a cache miss.
+#[derive(Clone)]
+pub struct CachedStores {
+    client: Client,
+    ss: Store<SecretStore>,
+    css: Store<ClusterSecretStore>,
+}
+
+fn store_info<K: serde::Serialize>(obj: &K) -> esr_provider::Result<StoreInfo> {
+    let v = serde_json::to_value(obj).map_err(|e| ProviderError::invalid(e.to_string()))?;
+    StoreInfo::from_object(&v)
+}
+
+#[async_trait]
+impl StoreLookup for CachedStores {
+    async fn get_store(
+        &self,
+        kind: StoreKind,
+        namespace: &str,
+        name: &str,
+    ) -> esr_provider::Result<Option<Arc<StoreInfo>>> {
+        match kind {
+            StoreKind::SecretStore => {
+                if let Some(s) = self.ss.get(&ObjectRef::new(name).within(namespace)) {
+                    return store_info(&*s).map(|s| Some(Arc::new(s)));
+                }
+                let api: Api<SecretStore> = Api::namespaced(self.client.clone(), namespace);
+                match api
+                    .get_opt(name)
+                    .await
+                    .map_err(esr_provider::error::from_kube_error)?
+                {
+                    Some(s) => store_info(&s).map(|s| Some(Arc::new(s))),
+                    None => Ok(None),
+                }
+            }
+            StoreKind::ClusterSecretStore => {
+                if let Some(s) = self.css.get(&ObjectRef::new(name)) {
+                    return store_info(&*s).map(|s| Some(Arc::new(s)));
+                }
+                let api: Api<ClusterSecretStore> = Api::all(self.client.clone());
+                match api
+                    .get_opt(name)
+                    .await
+                    .map_err(esr_provider::error::from_kube_error)?
+                {
+                    Some(s) => store_info(&s).map(|s| Some(Arc::new(s))),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    async fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> esr_provider::Result<Option<BTreeMap<String, String>>> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        Ok(api
+            .get_opt(namespace)
+            .await
+            .map_err(esr_provider::error::from_kube_error)?
+            .map(|n| n.labels().clone()))
+    }
+}
+
+/// Shared state of the reconcilers.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: Client,
+    /// Settings.
+    pub config: Config,
+    /// Providers.
+    pub registry: ProviderRegistry,
+    /// Kubernetes IO for providers and template sources.
+    pub kube: Arc<dyn KubeAccess>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Store lookup.
+    pub stores: CachedStores,
+    /// Templates.
+    pub templates: Arc<dyn TemplateEngine>,
+    /// Event recorder of the ExternalSecret controller.
+    pub(crate) es_recorder: Recorder,
+    /// Per-ExternalSecret failure backoff.
+    pub(crate) failures: refresh::Backoffs<(String, String)>,
+    /// Metadata (without managedFields) of the Secrets labelled
+    /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
+    /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
+    pub(crate) managed_secrets: Store<PartialObjectMeta<Secret>>,
+    /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
+    /// it (see [`effective_status`](crate::externalsecret::reconcile::effective_status)).
+    pub(crate) written: Mutex<HashMap<String, EsStatus>>,
+}
+
+fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    es.metadata.generation.hash(&mut h);
+    es.labels().hash(&mut h);
+    es.annotations().hash(&mut h);
+    es.finalizers().hash(&mut h);
+    es.metadata
+        .deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .hash(&mut h);
+    Some(h.finish())
+}
+
+fn ready_hash<K: serde::Serialize>(obj: &K) -> Option<u64> {
+    let v = serde_json::to_value(obj).ok()?;
+    let ready = v
+        .pointer("/status/conditions")
+        .and_then(|c| c.as_array())
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))
+        })
+        .and_then(|c| c.get("status"))
+        .and_then(|s| s.as_str())
+        .unwrap_or("")
+        .to_string();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ready.hash(&mut h);
+    Some(h.finish())
+}
+
+/// ExternalSecrets (from the cache) targeting `namespace/secret`.
+pub fn es_for_secret(
+    store: &Store<ExternalSecret>,
+    namespace: &str,
+    secret: &str,
+) -> Vec<ObjectRef<ExternalSecret>> {
+    store
+        .state()
+        .iter()
+        .filter(|es| es.namespace().as_deref() == Some(namespace))
+        .filter(|es| {
+            let target = es
+                .spec
+                .target
+                .as_ref()
+                .and_then(|t| t.name.clone())
+                .filter(|n| !n.is_empty());
+            target.unwrap_or_else(|| es.name_any()) == secret
+        })
+        .map(|es| ObjectRef::from_obj(&**es))
+        .collect()
+}
+
+/// ExternalSecrets (from the cache) that use a store.
+pub fn es_for_store(
+    store: &Store<ExternalSecret>,
+    kind: StoreKind,
+    namespace: Option<&str>,
+    name: &str,
+) -> Vec<ObjectRef<ExternalSecret>> {
+    let wanted = StoreRef {
+        kind,
+        name: name.to_string(),
+    };
+    store
+        .state()
+        .iter()
+        .filter(|es| kind.is_cluster() || es.namespace().as_deref() == namespace)
+        .filter(|es| referenced_stores(es).contains(&wanted))
+        .map(|es| ObjectRef::from_obj(&**es))
+        .collect()
+}
+
+/// Everything needed to run the controllers.
+pub struct Runtime {
+    /// Shared context.
+    pub ctx: Arc<Context>,
+    ss_writer: reflector::store::Writer<SecretStore>,
+    css_writer: reflector::store::Writer<ClusterSecretStore>,
+    managed_writer: reflector::store::Writer<PartialObjectMeta<Secret>>,
+}
+
+impl Runtime {
+    /// Builds the context.
+    pub fn new(
+        client: Client,
+        config: Config,
+        registry: ProviderRegistry,
+        kube: Arc<dyn KubeAccess>,
+        metrics: Metrics,
+        templates: Arc<dyn TemplateEngine>,
+    ) -> Self {
+        let (ss_reader, ss_writer) = reflector::store();
+        let (css_reader, css_writer) = reflector::store();
+        let (managed_reader, managed_writer) = reflector::store();
+        let reporter = Reporter {
+            controller: esr_api::consts::EVENT_SOURCE_ES.to_string(),
+            instance: config.instance.clone(),
+        };
+        let ctx = Arc::new(Context {
+            es_recorder: Recorder::new(client.clone(), reporter),
+            stores: CachedStores {
+                client: client.clone(),
+                ss: ss_reader.clone(),
+                css: css_reader.clone(),
+            },
+            client,
+            config,
+            registry,
+            kube,
+            metrics,
+            templates,
+            failures: Default::default(),
+            managed_secrets: managed_reader,
+            written: Mutex::new(HashMap::new()),
+        });
+        Runtime {
+            ctx,
+            ss_writer,
+            css_writer,
+            managed_writer,
+        }
+    }
+
+    /// Runs the ExternalSecret controller and the store controllers until `shutdown` resolves.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    ) {
+        let ctx = self.ctx.clone();
+        let client = ctx.client.clone();
+        let ns = ctx.config.namespace.clone();
+        let es_api: Api<ExternalSecret> = match &ns {
+            Some(n) => Api::namespaced(client.clone(), n),
+            None => Api::all(client.clone()),
+        };
+        let secret_api: Api<PartialObjectMeta<Secret>> = match &ns {
+            Some(n) => Api::namespaced(client.clone(), n),
+            None => Api::all(client.clone()),
+        };
+        let ss_api: Api<SecretStore> = match &ns {
+            Some(n) => Api::namespaced(client.clone(), n),
+            None => Api::all(client.clone()),
+        };
+        let css_api: Api<ClusterSecretStore> = Api::all(client.clone());
+
+        let (es_reader, es_writer) = reflector::store();
+        let es_stream =
+            reflector::reflector(es_writer, watcher(es_api, watcher::Config::default()))
+                .default_backoff()
+                .applied_objects()
+                .predicate_filter(es_trigger_hash, Default::default());
+
+        let managed = format!("{LABEL_MANAGED}=true");
+        // managedFields are dropped before caching: only names, labels, annotations and owner
+        // references are needed, and they keep the cache small.
+        let secret_stream = reflector::reflector(
+            self.managed_writer,
+            watcher(secret_api, watcher::Config::default().labels(&managed)).modify(
+                |m: &mut PartialObjectMeta<Secret>| {
+                    m.metadata.managed_fields = None;
+                },
+            ),
+        )
+        .default_backoff()
+        .touched_objects()
+        .predicate_filter(predicates::resource_version, Default::default());
+
+        let ss_stream =
+            reflector::reflector(self.ss_writer, watcher(ss_api, watcher::Config::default()))
+                .default_backoff()
+                .applied_objects()
+                .predicate_filter(ready_hash::<SecretStore>, Default::default());
+        let css_stream = reflector::reflector(
+            self.css_writer,
+            watcher(css_api.clone(), watcher::Config::default()),
+        )
+        .default_backoff()
+        .applied_objects()
+        .predicate_filter(ready_hash::<ClusterSecretStore>, Default::default());
+
+        let r1 = es_reader.clone();
+        let r2 = es_reader.clone();
+        let r3 = es_reader.clone();
+        let shutdown_all = futures::future::FutureExt::shared(shutdown);
+        let s1 = shutdown_all.clone();
+        let mut es_controller = Controller::for_stream(es_stream, es_reader)
+            .with_config(
+                kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
+            )
+            .watches_stream(secret_stream, move |s| {
+                let ns = s.namespace().unwrap_or_default();
+                es_for_secret(&r1, &ns, &s.name_any())
+            })
+            .watches_stream(ss_stream, move |s: SecretStore| {
+                let ns = s.namespace();
+                es_for_store(&r2, StoreKind::SecretStore, ns.as_deref(), &s.name_any())
+            });
+        // ClusterSecretStores are watched (cluster-wide) only when their reconciler runs.
+        if ctx.config.cluster_stores {
+            es_controller =
+                es_controller.watches_stream(css_stream, move |s: ClusterSecretStore| {
+                    es_for_store(&r3, StoreKind::ClusterSecretStore, None, &s.name_any())
+                });
+        }
+        let es_controller = es_controller
+            .graceful_shutdown_on(s1)
+            .run(reconcile_es, es_error_policy, ctx.clone())
+            .for_each(|res| async move {
+                if let Err(e) = res {
+                    debug!(error = %e, "controller event");
+                }
+            });
+
+        let stores = crate::secretstore::reconcile::StoreControllers::new(ctx.clone())
+            .with_push_secret_finalizer(ctx.config.push_secrets);
+        let s2 = shutdown_all.clone();
+        let s3 = shutdown_all.clone();
+        let ss_enabled = ctx.config.secret_stores;
+        let ss_run = stores.run_secret_stores(ns.clone(), s2);
+        let ss_ctrl = async move {
+            if ss_enabled {
+                ss_run.await;
+            }
+        };
+        let css_ctrl = stores.run_cluster_secret_stores(s3);
+        if ctx.config.cluster_stores {
+            tokio::join!(es_controller, ss_ctrl, css_ctrl);
+        } else {
+            tokio::join!(es_controller, ss_ctrl);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::watcher::Event;
+
+    fn es(ns: &str, name: &str, spec: serde_json::Value) -> ExternalSecret {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    fn cache(items: Vec<ExternalSecret>) -> Store<ExternalSecret> {
+        let (reader, mut writer) = reflector::store();
+        writer.apply_watcher_event(&Event::Init);
+        for i in items {
+            writer.apply_watcher_event(&Event::InitApply(i));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
+        reader
+    }
+
+    #[test]
+    fn secrets_map_to_external_secrets_by_target_name() {
+        let store = cache(vec![
+            es("a", "db", serde_json::json!({})),
+            es(
+                "a",
+                "other",
+                serde_json::json!({"target": {"name": "db-copy"}}),
+            ),
+            es("b", "db", serde_json::json!({})),
+        ]);
+        let names = |v: Vec<ObjectRef<ExternalSecret>>| -> Vec<String> {
+            v.into_iter().map(|r| r.name).collect()
+        };
+        assert_eq!(
+            names(es_for_secret(&store, "a", "db")),
+            vec!["db".to_string()]
+        );
+        assert_eq!(
+            names(es_for_secret(&store, "a", "db-copy")),
+            vec!["other".to_string()]
+        );
+        assert!(es_for_secret(&store, "c", "db").is_empty());
+    }
+
+    #[test]
+    fn stores_map_to_the_external_secrets_using_them() {
+        let store = cache(vec![
+            es(
+                "a",
+                "x",
+                serde_json::json!({"secretStoreRef": {"name": "s"}}),
+            ),
+            es(
+                "b",
+                "y",
+                serde_json::json!({"secretStoreRef": {"name": "s"}}),
+            ),
+            es(
+                "a",
+                "z",
+                serde_json::json!({"secretStoreRef": {"name": "c", "kind": "ClusterSecretStore"}}),
+            ),
+            es(
+                "b",
+                "w",
+                serde_json::json!({"data": [{"secretKey": "k", "remoteRef": {"key": "r"},
+                    "sourceRef": {"storeRef": {"name": "c", "kind": "ClusterSecretStore"}}}]}),
+            ),
+        ]);
+        let mut got: Vec<String> = es_for_store(&store, StoreKind::SecretStore, Some("a"), "s")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(got, vec!["x".to_string()]);
+        got = es_for_store(&store, StoreKind::ClusterSecretStore, None, "c")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        got.sort();
+        assert_eq!(got, vec!["w".to_string(), "z".to_string()]);
+    }
+
+    #[test]
+    fn trigger_hash_ignores_status_only_changes() {
+        let a = es("a", "x", serde_json::json!({}));
+        let mut b = a.clone();
+        b.status = Some(Default::default());
+        assert_eq!(es_trigger_hash(&a), es_trigger_hash(&b));
+        let mut c = a.clone();
+        c.metadata.labels = Some([("l".to_string(), "v".to_string())].into());
+        assert_ne!(es_trigger_hash(&a), es_trigger_hash(&c));
+        let mut d = a.clone();
+        d.metadata.generation = Some(2);
+        assert_ne!(es_trigger_hash(&a), es_trigger_hash(&d));
+    }
+}
