@@ -25,12 +25,15 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # Unit and integration tests, with the real moto and OpenBao servers started around them.
+# The binaries e2e runs are built first, with the workspace's feature resolution (the same as
+# the test run's), and ESR_E2E_NO_BUILD keeps each e2e test process from running its own
+# `cargo build -p esr`, whose different feature resolution relinked esr again and again.
 test-unit:
-	$(CARGO) build -p esr -p esr-testkit -p esr-test-azure-server --bins
+	$(CARGO) build --workspace --bins
 ifeq ($(NEXTEST),yes)
-	scripts/test-servers.sh $(CARGO) nextest run --workspace --no-fail-fast
+	ESR_E2E_NO_BUILD=1 scripts/test-servers.sh $(CARGO) nextest run --workspace --no-fail-fast
 else
-	scripts/test-servers.sh $(CARGO) test --workspace --no-fail-fast
+	ESR_E2E_NO_BUILD=1 scripts/test-servers.sh $(CARGO) test --workspace --no-fail-fast
 endif
 
 # Everything CI runs: formatting, lints, all tests.
