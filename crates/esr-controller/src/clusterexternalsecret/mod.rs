@@ -1,4 +1,2 @@
-//! The ClusterExternalSecret controller: the pure plan ([`plan`]) and its executor
-//! ([`reconcile`]).
-pub mod plan;
+//! The ClusterExternalSecret controller.
 pub mod reconcile;

@@ -1,3 +1,2 @@
-//! The ClusterPushSecret controller: the pure plan ([`plan`]) and its executor ([`reconcile`]).
-pub mod plan;
+//! The ClusterPushSecret controller.
 pub mod reconcile;

@@ -1,8 +1,6 @@
 //! Pieces shared by the controllers.
-pub mod fanout;
+pub(crate) mod fanout;
 pub mod generators;
-pub mod namespaces;
-pub mod observe;
 pub mod ratelimit;
 pub mod refresh;
 pub mod rollout;

@@ -1,5 +1,3 @@
-//! The PushSecret controller: the pure plan ([`plan`]), sources and stores ([`source`]) and the
-//! executor ([`reconcile`]).
-pub mod plan;
+//! The PushSecret controller.
 pub mod reconcile;
 pub mod source;
