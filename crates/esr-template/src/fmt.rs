@@ -550,35 +550,35 @@ impl Printer {
                 }
                 self.push('}');
             }
-            Value::Map(m) => {
-                self.push_str(&v.type_name());
-                self.push('{');
-                for (k, (key, val)) in m.entries().iter().enumerate() {
-                    if k > 0 {
-                        self.push_str(", ");
-                    }
-                    self.print_arg(&Value::String(key.clone()), 'v', depth + 1);
-                    self.push(':');
-                    self.print_arg(val, 'v', depth + 1);
-                }
-                self.push('}');
-            }
-            Value::StringMap(m) => {
-                self.push_str("map[string]string{");
-                for (k, (key, val)) in m.iter().enumerate() {
-                    if k > 0 {
-                        self.push_str(", ");
-                    }
-                    self.print_arg(&Value::String(key.clone()), 'v', depth + 1);
-                    self.push(':');
-                    self.print_arg(&Value::String(val.clone()), 'v', depth + 1);
-                }
-                self.push('}');
-            }
+            Value::Map(m) => self.fmt_go_map(&v.type_name(), m.entries(), depth),
+            Value::StringMap(m) => self.fmt_go_map(
+                "map[string]string",
+                m.iter().map(|(k, s)| (k.clone(), Value::String(s.clone()))),
+                depth,
+            ),
             Value::Duration(d) => self.fmt_integer(*d as u64, true, 'v', v, depth),
             _ => return false,
         }
         true
+    }
+
+    fn fmt_go_map(
+        &mut self,
+        type_name: &str,
+        entries: impl IntoIterator<Item = (String, Value)>,
+        depth: usize,
+    ) {
+        self.push_str(type_name);
+        self.push('{');
+        for (k, (key, val)) in entries.into_iter().enumerate() {
+            if k > 0 {
+                self.push_str(", ");
+            }
+            self.print_arg(&Value::String(key), 'v', depth + 1);
+            self.push(':');
+            self.print_arg(&val, 'v', depth + 1);
+        }
+        self.push('}');
     }
 
     fn fmt_go_elems<'a>(
