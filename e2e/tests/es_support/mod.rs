@@ -21,6 +21,25 @@ pub fn resource(kind: &str) -> (ApiResource, bool) {
         "Secret" => ("", "v1", "secrets", true),
         "ServiceAccount" => ("", "v1", "serviceaccounts", true),
         "ConfigMap" => ("", "v1", "configmaps", true),
+        "PushSecret" => ("external-secrets.io", "v1alpha1", "pushsecrets", true),
+        "ECRAuthorizationToken" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "ecrauthorizationtokens",
+            true,
+        ),
+        "STSSessionToken" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "stssessiontokens",
+            true,
+        ),
+        "ClusterGenerator" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "clustergenerators",
+            false,
+        ),
         other => panic!("unsupported kind {other}"),
     };
     let gvk = GroupVersionKind::gvk(group, version, kind);
