@@ -104,7 +104,7 @@ fn committed_manifests_are_up_to_date() {
 #[test]
 fn defaults_are_secure_and_never_named_external_secrets() {
     let objs = objects(json!({}));
-    assert_eq!(find(&objs, "CustomResourceDefinition").len(), 10);
+    assert_eq!(find(&objs, "CustomResourceDefinition").len(), 12);
     for o in &objs {
         let name = o["metadata"]["name"].as_str().unwrap();
         assert!(!name.starts_with("external-secrets"), "{name}");
