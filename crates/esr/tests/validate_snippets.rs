@@ -630,6 +630,7 @@ fn aws_store(kind: &str, service: &str, sm: &str) -> String {
 fn gcp_store_snippets_are_ok_with_their_placeholders_filled_in() {
     let dir = tempfile::tempdir().unwrap();
     let mut n = 0;
+    let placeholder = regex::Regex::new(r"\[([A-Z_]+)\]").unwrap();
     for entry in std::fs::read_dir(shared("eso-snippets")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -637,7 +638,6 @@ fn gcp_store_snippets_are_ok_with_their_placeholders_filled_in() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let placeholder = regex::Regex::new(r"\[([A-Z_]+)\]").unwrap();
         let filled = placeholder.replace_all(&text, |c: &regex::Captures<'_>| {
             c[1].to_lowercase().replace('_', "-")
         });

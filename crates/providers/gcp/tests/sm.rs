@@ -399,13 +399,14 @@ async fn workload_identity_exchanges_a_service_account_token_at_sts() {
         text(c.get_secret(&SecretRef::new("db")).await.unwrap()),
         "wi-secret"
     );
-    let s = f.server.state();
-    assert!(
-        s.principals.iter().all(|p| *p == subject),
-        "{:?}",
-        s.principals
-    );
-    let req = s.sts_requests.last().unwrap();
+    let (principals, req) = {
+        let s = f.server.state();
+        (
+            s.principals.clone(),
+            s.sts_requests.last().cloned().unwrap(),
+        )
+    };
+    assert!(principals.iter().all(|p| *p == subject), "{principals:?}");
     assert_eq!(req.get("audience"), Some(&audience));
     assert_eq!(
         req.get("requested_token_type").map(String::as_str),
@@ -416,7 +417,6 @@ async fn workload_identity_exchanges_a_service_account_token_at_sts() {
             .is_some_and(|sc| sc.contains("https://www.googleapis.com/auth/cloud-platform")),
         "{req:?}"
     );
-    drop(s);
     assert!(f.calls("GenerateServiceAccountToken", CallStatus::Success) >= 1);
 
     // A ServiceAccount STS does not accept: a clear auth error when the client is built.

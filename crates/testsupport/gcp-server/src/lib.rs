@@ -554,6 +554,7 @@ struct Parsed {
     verb: Option<String>,
 }
 
+#[allow(clippy::result_large_err)]
 fn parse_path(s: &State, path: &str) -> Result<Parsed, Response> {
     let bad = || {
         google_error(
