@@ -324,17 +324,25 @@ async fn unsupported_provider_is_reported_on_the_store() {
     apply(
         &env,
         &ns,
-        json!({"apiVersion": "external-secrets.io/v1", "kind": "SecretStore", "metadata": {"name": "gcp"},
-               "spec": {"provider": {"gcpsm": {"projectID": "p"}}}}),
+        json!({"apiVersion": "external-secrets.io/v1", "kind": "SecretStore", "metadata": {"name": "oracle"},
+               "spec": {"provider": {"oracle": {"region": "eu-frankfurt-1", "vault": "ocid1.vault.oc1"}}}}),
     )
     .await;
-    let st = wait_condition(&env, "SecretStore", &ns, "gcp", "False", "ProviderNotFound").await;
-    assert_eq!(ready(&st).2, "provider gcpsm is not supported by esr");
+    let st = wait_condition(
+        &env,
+        "SecretStore",
+        &ns,
+        "oracle",
+        "False",
+        "ProviderNotFound",
+    )
+    .await;
+    assert_eq!(ready(&st).2, "provider oracle is not supported by esr");
     wait_event(
         &env,
-        "gcp",
+        "oracle",
         "ProviderNotFound",
-        "provider gcpsm is not supported by esr",
+        "provider oracle is not supported by esr",
     )
     .await;
 }

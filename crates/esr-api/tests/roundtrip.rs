@@ -55,6 +55,12 @@ fn strip_nulls(v: &mut Value) {
 /// Documents ESO's own CRDs reject (the apiserver would refuse them), so they cannot be typed.
 const EXPECTED_INVALID: &[&str] = &[
     "full-external-secret.yaml:0 metadata.annotations value 1234 is an integer; Kubernetes annotations are strings",
+    "gcpsm-sa-secret-store.yaml:0 spec.provider.gcpsm.projectID is the YAML flow sequence [PROJECT_ID]; ESO's schema requires a string",
+    "gcpsm-wif-core-controller-secret-store.yaml:0 spec.provider.gcpsm.projectID is the YAML flow sequence [PROJECT_ID]; ESO's schema requires a string",
+    "gcpsm-wif-iam-secret-store.yaml:0 spec.provider.gcpsm.projectID is the YAML flow sequence [PROJECT_ID]; ESO's schema requires a string",
+    "gcpsm-wif-non-native-iam-secret-store.yaml:0 spec.provider.gcpsm.projectID is the YAML flow sequence [PROJECT_ID]; ESO's schema requires a string",
+    "gcpsm-wif-sa-secret-store-with-explicit-name-and-location.yaml:0 spec.provider.gcpsm.projectID is the YAML flow sequence [PROJECT_ID]; ESO's schema requires a string",
+    "gcpsm-wif-sa-secret-store.yaml:0 spec.provider.gcpsm.projectID is the YAML flow sequence [PROJECT_ID]; ESO's schema requires a string",
     "pkcs12-template-v1-external-secret.yaml:0 spec.target.template.engineVersion v1 is not in ESO's enum [v2]",
     "vault-mtls-store.yaml:0 spec.provider.vault.auth is the placeholder string \"...\"; ESO's schema requires an object",
 ];

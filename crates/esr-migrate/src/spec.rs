@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use esr_api::opaque::OpaqueObject;
 use esr_api::providers::aws::{AwsAuth, AwsJwtAuth, AwsProvider, AwsServiceType};
 use esr_api::providers::azurekv::{AzureAuthType, AzureKvProvider};
+use esr_api::providers::gcpsm::{GcpSmAuth, GcpSmProvider, GcpWorkloadIdentity};
 use esr_api::providers::vault::{VaultAuth, VaultKubernetesAuth, VaultKvVersion, VaultProvider};
 use esr_api::v1::{
     ClusterSecretStore, CreationPolicy, DecodingStrategy, ExternalSecret, ExternalSecretData,
@@ -726,11 +727,18 @@ impl BackendConv {
                     ctx.error("backendType gcpSecretsManager needs spec.projectId");
                     return None;
                 };
-                ctx.warn("backendType gcpSecretsManager became a gcpsm store: esr does not run the GCP provider yet (ESO does)");
-                provider.gcpsm = Some(opaque(json!({
-                    "projectID": project,
-                    "auth": {"workloadIdentity": {"serviceAccountRef": sa}},
-                })));
+                ctx.note("GCP authentication: GKE workload identity with the ServiceAccount (KES used GOOGLE_APPLICATION_CREDENTIALS): annotate it with iam.gke.io/gcp-service-account, or set auth.workloadIdentity.clusterLocation and clusterName when esr does not run on GKE");
+                provider.gcpsm = Some(GcpSmProvider {
+                    auth: Some(GcpSmAuth {
+                        workload_identity: Some(GcpWorkloadIdentity {
+                            service_account_ref: sa,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    project_id: Some(project.to_string()),
+                    ..Default::default()
+                });
             }
             Backend::Ibm => {
                 ctx.warn("backendType ibmcloudSecretsManager became an ibm store: esr does not run the IBM provider yet (ESO does); set spec.provider.ibm.serviceUrl (KES used IBM_CLOUD_SECRETS_MANAGER_API_ENDPOINT) and create the Secret ibm-secrets with key apiKey (KES used IBM_CLOUD_SECRETS_MANAGER_API_APIKEY)");

@@ -25,5 +25,8 @@ pub fn registry() -> ProviderRegistry {
     r.register(Arc::new(
         esr_provider_azure::AzureKeyVaultProvider::from_env(),
     ));
+    r.register(Arc::new(
+        esr_provider_gcp::GcpSecretManagerProvider::from_env(),
+    ));
     r
 }

@@ -382,6 +382,54 @@ const EXCEPTIONS: &[(&str, usize, &str, &str, &str, Why)] = &[
         Why::InvalidForEso,
     ),
     (
+        "gcpsm-sa-secret-store.yaml",
+        0,
+        "SecretStore/demo-store",
+        "ERROR",
+        "spec.provider.gcpsm.projectID in body must be of type string: \"array\"",
+        Why::InvalidForEso,
+    ),
+    (
+        "gcpsm-wif-core-controller-secret-store.yaml",
+        0,
+        "SecretStore/demo-store",
+        "ERROR",
+        "spec.provider.gcpsm.projectID in body must be of type string: \"array\"",
+        Why::InvalidForEso,
+    ),
+    (
+        "gcpsm-wif-iam-secret-store.yaml",
+        0,
+        "SecretStore/demo-store",
+        "ERROR",
+        "spec.provider.gcpsm.projectID in body must be of type string: \"array\"",
+        Why::InvalidForEso,
+    ),
+    (
+        "gcpsm-wif-non-native-iam-secret-store.yaml",
+        0,
+        "SecretStore/demo-store",
+        "ERROR",
+        "spec.provider.gcpsm.projectID in body must be of type string: \"array\"",
+        Why::InvalidForEso,
+    ),
+    (
+        "gcpsm-wif-sa-secret-store-with-explicit-name-and-location.yaml",
+        0,
+        "SecretStore/demo-store",
+        "ERROR",
+        "spec.provider.gcpsm.projectID in body must be of type string: \"array\"",
+        Why::InvalidForEso,
+    ),
+    (
+        "gcpsm-wif-sa-secret-store.yaml",
+        0,
+        "SecretStore/demo-store",
+        "ERROR",
+        "spec.provider.gcpsm.projectID in body must be of type string: \"array\"",
+        Why::InvalidForEso,
+    ),
+    (
         "pkcs12-template-v1-external-secret.yaml",
         0,
         "ExternalSecret/template",
@@ -558,6 +606,47 @@ fn aws_store(kind: &str, service: &str, sm: &str) -> String {
     format!(
         "apiVersion: external-secrets.io/v1\nkind: {kind}\nmetadata:\n  name: aws\nspec:\n  provider:\n    aws:\n      service: {service}\n      region: eu-central-1\n{sm}"
     )
+}
+
+/// ESO's GCP store snippets write placeholders as `[PROJECT_ID]`, a YAML list, which ESO's CRD
+/// rejects (see EXCEPTIONS). With the placeholders filled in, every one of them is valid.
+#[test]
+fn gcp_store_snippets_are_ok_with_their_placeholders_filled_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    let placeholder = regex::Regex::new(r"\[([A-Z_]+)\]").unwrap();
+    for entry in std::fs::read_dir(shared("eso-snippets")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("gcpsm-") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let filled = placeholder.replace_all(&text, |c: &regex::Captures<'_>| {
+            c[1].to_lowercase().replace('_', "-")
+        });
+        write(&dir, &name, &filled);
+        n += 1;
+    }
+    assert!(n >= 13, "only {n} gcpsm snippets");
+    let (results, code) = run_json(&["-f", dir.path().to_str().unwrap()]);
+    assert_eq!(results.len(), n, "{results:?}");
+    for r in &results {
+        assert_eq!(r["result"], "OK", "{r}");
+    }
+    assert_eq!(code, 0);
+    let stores = results
+        .iter()
+        .filter(|r| r["kind"] == "SecretStore")
+        .count();
+    assert_eq!(stores, 6);
+    // ESO's webhook rule: a namespaced store names only its own namespace.
+    assert_error(
+        "apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata: {name: g, namespace: app}\nspec:\n  provider:\n    gcpsm:\n      projectID: p\n      auth:\n        secretRef:\n          secretAccessKeySecretRef: {name: k, key: sa.json, namespace: other}\n",
+        &[
+            "invalid auth secret data: namespace should either be empty or match the namespace of the SecretStore for a namespaced SecretStore",
+        ],
+    );
 }
 
 #[test]

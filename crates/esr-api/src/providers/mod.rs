@@ -1,8 +1,9 @@
-//! Typed specs of the providers esr implements: `aws`, `azurekv`, `vault`, `kubernetes` and `fake`.
+//! Typed specs of the providers esr implements: `aws`, `azurekv`, `gcpsm`, `vault`, `kubernetes` and `fake`.
 //! The other ESO provider keys are kept as opaque objects in [`crate::v1::SecretStoreProvider`].
 
 pub mod aws;
 pub mod azurekv;
 pub mod fake;
+pub mod gcpsm;
 pub mod kubernetes;
 pub mod vault;

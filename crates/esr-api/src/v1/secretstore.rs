@@ -10,6 +10,7 @@ use crate::opaque::patterns::DNS_LABEL;
 use crate::providers::aws::AwsProvider;
 use crate::providers::azurekv::AzureKvProvider;
 use crate::providers::fake::FakeProvider;
+use crate::providers::gcpsm::GcpSmProvider;
 use crate::providers::kubernetes::KubernetesProvider;
 use crate::providers::vault::VaultProvider;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
@@ -266,9 +267,9 @@ pub struct SecretStoreProvider {
     /// Spec of the `ovh` provider, kept verbatim (esr does not implement it).
     #[serde(default, rename = "ovh", skip_serializing_if = "Option::is_none")]
     pub ovh: Option<OpaqueObject>,
-    /// Spec of the `gcpsm` provider, kept verbatim (esr does not implement it).
+    /// Typed spec of the `gcpsm` provider.
     #[serde(default, rename = "gcpsm", skip_serializing_if = "Option::is_none")]
-    pub gcpsm: Option<OpaqueObject>,
+    pub gcpsm: Option<GcpSmProvider>,
     /// Spec of the `oracle` provider, kept verbatim (esr does not implement it).
     #[serde(default, rename = "oracle", skip_serializing_if = "Option::is_none")]
     pub oracle: Option<OpaqueObject>,
@@ -483,7 +484,8 @@ pub const PROVIDER_KEYS: [&str; 43] = [
 ];
 
 /// Provider keys esr implements.
-pub const IMPLEMENTED_PROVIDER_KEYS: [&str; 5] = ["aws", "azurekv", "vault", "kubernetes", "fake"];
+pub const IMPLEMENTED_PROVIDER_KEYS: [&str; 6] =
+    ["aws", "azurekv", "vault", "kubernetes", "fake", "gcpsm"];
 
 impl SecretStoreProvider {
     /// JSON keys of the providers that are set, in `PROVIDER_KEYS` order (normally exactly one).
@@ -688,15 +690,15 @@ mod tests {
     #[test]
     fn provider_keys_and_opaque_providers() {
         let provider: SecretStoreProvider = serde_json::from_value(
-            serde_json::json!({"gcpsm": {"projectID": "p", "auth": {"x": 1}}}),
+            serde_json::json!({"oracle": {"region": "p", "auth": {"x": 1}}}),
         )
         .unwrap();
-        assert_eq!(provider.single_key(), Some("gcpsm"));
+        assert_eq!(provider.single_key(), Some("oracle"));
         assert!(!provider.is_implemented());
         // Opaque providers keep every field.
         assert_eq!(
             serde_json::to_value(&provider).unwrap(),
-            serde_json::json!({"gcpsm": {"projectID": "p", "auth": {"x": 1}}})
+            serde_json::json!({"oracle": {"region": "p", "auth": {"x": 1}}})
         );
         let provider: SecretStoreProvider =
             serde_json::from_value(serde_json::json!({"fake": {"data": []}})).unwrap();
