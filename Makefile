@@ -5,7 +5,7 @@ CARGO ?= cargo
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
 .PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e e2e-real fuzz \
-        bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout clean
+        bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout bench-scale clean
 
 all: build
 
@@ -93,3 +93,6 @@ bench-aws-calls:
 	scripts/test-servers.sh scripts/bench-aws-calls.sh
 bench-fanout:
 	scripts/bench-fanout.sh
+# Options: make bench-scale ARGS="--es 500 --secrets 2000 -- --concurrent 16 --client-qps 0"
+bench-scale:
+	scripts/bench-scale.sh $(ARGS)

@@ -25,7 +25,7 @@ use crate::common::refresh;
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::referenced_stores;
 use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
-use crate::externalsecret::reconcile::{es_error_policy, reconcile_es};
+use crate::externalsecret::reconcile::{VerifiedTarget, es_error_policy, reconcile_es};
 use crate::externalsecret::template::TemplateEngine;
 use crate::metrics::Metrics;
 
@@ -199,6 +199,10 @@ pub struct Context {
     /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
     /// it (see [`effective_status`](crate::externalsecret::reconcile::effective_status)).
     pub(crate) written: Mutex<HashMap<String, EsStatus>>,
+    /// What this controller knows of each target Secret (namespace, name) it wrote or read with
+    /// data matching the data-hash annotation, so an unchanged Secret is not read again
+    /// (forgotten with its ExternalSecret).
+    pub(crate) verified: Mutex<HashMap<(String, String), VerifiedTarget>>,
 }
 
 fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
@@ -233,27 +237,68 @@ fn ready_hash<K: serde::Serialize>(obj: &K) -> Option<u64> {
     Some(h.finish())
 }
 
-/// ExternalSecrets (from the cache) targeting `namespace/secret`.
-pub fn es_for_secret(
-    store: &Store<ExternalSecret>,
-    namespace: &str,
-    secret: &str,
-) -> Vec<ObjectRef<ExternalSecret>> {
-    store
-        .state()
-        .iter()
-        .filter(|es| es.namespace().as_deref() == Some(namespace))
-        .filter(|es| {
-            let target = es
-                .spec
-                .target
-                .as_ref()
-                .and_then(|t| t.name.clone())
-                .filter(|n| !n.is_empty());
-            target.unwrap_or_else(|| es.name_any()) == secret
-        })
-        .map(|es| ObjectRef::from_obj(&**es))
-        .collect()
+/// The name of the Secret an ExternalSecret writes (`spec.target.name`, else its own name).
+pub fn target_of(es: &ExternalSecret) -> &str {
+    es.spec
+        .target
+        .as_ref()
+        .and_then(|t| t.name.as_deref())
+        .filter(|n| !n.is_empty())
+        .or(es.metadata.name.as_deref())
+        .unwrap_or_default()
+}
+
+/// ExternalSecrets by the Secret they write (namespace, name), fed from the ExternalSecret watch,
+/// so a Secret event finds its ExternalSecrets without scanning them all. A lookup checks each
+/// candidate against the cache and drops those deleted or writing another Secret since.
+#[derive(Clone, Default)]
+pub struct TargetIndex(Arc<Mutex<TargetMap>>);
+
+/// (namespace, Secret name) → names of the ExternalSecrets writing it.
+type TargetMap = HashMap<(String, String), Vec<String>>;
+
+impl TargetIndex {
+    /// Records an ExternalSecret as it is now.
+    pub fn insert(&self, es: &ExternalSecret) {
+        let (Some(ns), Some(name)) = (es.metadata.namespace.as_ref(), es.metadata.name.as_ref())
+        else {
+            return;
+        };
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let names = m
+            .entry((ns.clone(), target_of(es).to_string()))
+            .or_default();
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+
+    /// ExternalSecrets (in `store`) writing `namespace/secret`.
+    pub fn es_for_secret(
+        &self,
+        store: &Store<ExternalSecret>,
+        namespace: &str,
+        secret: &str,
+    ) -> Vec<ObjectRef<ExternalSecret>> {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (namespace.to_string(), secret.to_string());
+        let Some(names) = m.get_mut(&key) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        names.retain(|n| {
+            let r = ObjectRef::new(n).within(namespace);
+            let current = store.get(&r).is_some_and(|es| target_of(&es) == secret);
+            if current {
+                out.push(r);
+            }
+            current
+        });
+        if names.is_empty() {
+            m.remove(&key);
+        }
+        out
+    }
 }
 
 /// ExternalSecrets (from the cache) that use a store.
@@ -318,6 +363,7 @@ impl Runtime {
             failures: Default::default(),
             managed_secrets: managed_reader,
             written: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashMap::new()),
         });
         Runtime {
             ctx,
@@ -350,11 +396,24 @@ impl Runtime {
         let css_api: Api<ClusterSecretStore> = Api::all(client.clone());
 
         let (es_reader, es_writer) = reflector::store();
-        let es_stream =
-            reflector::reflector(es_writer, watcher(es_api, watcher::Config::default()))
-                .default_backoff()
-                .applied_objects()
-                .predicate_filter(es_trigger_hash, Default::default());
+        let targets = TargetIndex::default();
+        let index = targets.clone();
+        // managedFields are dropped before caching: nothing reads them, and they are a large
+        // part of each cached object.
+        let es_stream = reflector::reflector(
+            es_writer,
+            watcher(es_api, watcher::Config::default()).modify(|es: &mut ExternalSecret| {
+                es.metadata.managed_fields = None;
+            }),
+        )
+        .default_backoff()
+        .applied_objects()
+        .inspect(move |es| {
+            if let Ok(es) = es {
+                index.insert(es);
+            }
+        })
+        .predicate_filter(es_trigger_hash, Default::default());
 
         let managed = format!("{LABEL_MANAGED}=true");
         // managedFields are dropped before caching: only names, labels, annotations and owner
@@ -395,7 +454,7 @@ impl Runtime {
             )
             .watches_stream(secret_stream, move |s| {
                 let ns = s.namespace().unwrap_or_default();
-                es_for_secret(&r1, &ns, &s.name_any())
+                targets.es_for_secret(&r1, &ns, &s.name_any())
             })
             .watches_stream(ss_stream, move |s: SecretStore| {
                 let ns = s.namespace();
@@ -471,6 +530,13 @@ mod tests {
             ),
             es("b", "db", serde_json::json!({})),
         ]);
+        let index = TargetIndex::default();
+        for es in store.state() {
+            index.insert(&es);
+        }
+        let es_for_secret = |store: &Store<ExternalSecret>, ns: &str, name: &str| {
+            index.es_for_secret(store, ns, name)
+        };
         let names = |v: Vec<ObjectRef<ExternalSecret>>| -> Vec<String> {
             v.into_iter().map(|r| r.name).collect()
         };
@@ -483,6 +549,18 @@ mod tests {
             vec!["other".to_string()]
         );
         assert!(es_for_secret(&store, "c", "db").is_empty());
+        // Retargeted or deleted ExternalSecrets are no longer found under their old Secret.
+        let moved = cache(vec![es(
+            "a",
+            "other",
+            serde_json::json!({"target": {"name": "db"}}),
+        )]);
+        index.insert(&moved.state()[0]);
+        assert!(index.es_for_secret(&moved, "a", "db-copy").is_empty());
+        assert_eq!(
+            names(index.es_for_secret(&moved, "a", "db")),
+            vec!["other".to_string()]
+        );
     }
 
     #[test]

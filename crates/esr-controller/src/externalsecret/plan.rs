@@ -463,10 +463,18 @@ pub fn decide(
     now: DateTime<Utc>,
     jitter: Duration,
 ) -> Decision {
-    let valid = refresh::is_secret_valid(
-        es.creation == CreationPolicy::Orphan,
-        &secret_validity(existing),
-    );
+    decide_on(es, &secret_validity(existing), now, jitter)
+}
+
+/// [`decide`] with the target's validity already known (the reconcile knows it from the
+/// managed-Secret cache when the Secret is unchanged since it was written or read).
+pub fn decide_on(
+    es: &EsView,
+    validity: &SecretValidity,
+    now: DateTime<Utc>,
+    jitter: Duration,
+) -> Decision {
+    let valid = refresh::is_secret_valid(es.creation == CreationPolicy::Orphan, validity);
     if !refresh::should_refresh(&es.refresh_state(), now) && valid {
         let status = if es.status.observed_generation != Some(es.generation)
             && !es.status.conditions.is_empty()

@@ -13,15 +13,17 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
+use crate::common::refresh::SecretValidity;
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
 use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
 use crate::externalsecret::plan::{
-    self, Admission, Decision, End, EsStatus, EsView, EventRec, EventType, LABEL_OWNER, PlanInput,
-    SecretWrite, Step, Steps,
+    self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, EventType,
+    LABEL_MANAGED, LABEL_MANAGED_VALUE, LABEL_OWNER, PlanInput, SecretWrite, Step, Steps,
 };
 use crate::externalsecret::template::load_sources;
 use crate::metrics::{Metrics, ResourceLabels};
@@ -50,6 +52,21 @@ impl Context {
                 cached
             }
         }
+    }
+
+    /// What this controller last knew of the target Secret `key` (namespace, name).
+    fn verified_target(&self, key: &(String, String)) -> Option<VerifiedTarget> {
+        let v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        v.get(key).cloned()
+    }
+
+    /// Remembers (`Some`) or forgets (`None`) what this controller knows of a target Secret.
+    fn remember_target(&self, key: (String, String), known: Option<VerifiedTarget>) {
+        let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        match known {
+            Some(k) => v.insert(key, k),
+            None => v.remove(&key),
+        };
     }
 
     fn forget_status(&self, es: &ExternalSecret) {
@@ -242,10 +259,10 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
             }
         }
     }
-    let existing = ex.target().await?;
+    let target = ex.target_view().await?;
     let jitter = jitter_for(view.refresh_interval);
     if let Decision::Skip { requeue, status } =
-        plan::decide(view, existing.as_ref(), ex.start, jitter)
+        plan::decide_on(view, &target.validity(), ex.start, jitter)
     {
         return ex.run(plan::refresh_skipped(requeue, status)).await;
     }
@@ -259,17 +276,131 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
     };
     let sources = load_sources(ctx.kube.as_ref(), es).await;
     let renderer = ctx.templates.renderer(es, &sources);
-    let p = plan::plan(PlanInput {
+    let input = |provider, existing| PlanInput {
         es: view,
         provider,
-        existing: existing.as_ref(),
+        existing,
         owned_secret_names: &owned,
         renderer: renderer.as_ref(),
         start: ex.start,
         jitter,
-    });
+    };
+    let existing = match target {
+        Target::Read(s) => s.map(|s| *s),
+        Target::Verified(meta, known) => {
+            // The desired Secret (planned as if absent) against what the cache shows: when they
+            // agree, the Secret as it is equals the desired one and no write (nor GET) is needed.
+            let desired = match &provider {
+                Ok(a) => match plan::plan(input(Ok(a.clone()), None)).write {
+                    SecretWrite::Create(s) => Some(s),
+                    _ => None,
+                },
+                Err(_) => None,
+            };
+            match desired.and_then(|d| unchanged_target(*d, &meta, &known)) {
+                Some(same) => Some(same),
+                None => ex.read_target().await?,
+            }
+        }
+    };
+    let p = plan::plan(input(provider, existing.as_ref()));
     drop(renderer);
     ex.run(p.steps(view)).await
+}
+
+/// What a reconcile knows of its target Secret before fetching provider data.
+enum Target {
+    /// Read from the API server, or known absent (not in the synced managed-Secret cache and
+    /// never seen by this controller).
+    Read(Option<Box<Secret>>),
+    /// Unchanged since this controller wrote it or read it with its data matching the data-hash
+    /// annotation: the cached metadata has the resourceVersion recorded then.
+    Verified(Arc<PartialObjectMeta<Secret>>, VerifiedTarget),
+}
+
+impl Target {
+    fn validity(&self) -> SecretValidity {
+        match self {
+            Target::Read(s) => plan::secret_validity(s.as_deref()),
+            Target::Verified(meta, _) => SecretValidity {
+                exists: true,
+                managed: meta
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(LABEL_MANAGED))
+                    .is_some_and(|v| v == LABEL_MANAGED_VALUE),
+                hash_matches: true,
+            },
+        }
+    }
+}
+
+/// What the reconcile remembers of a target Secret it wrote, or read with its data matching the
+/// data-hash annotation: the parts of the Secret a metadata watch does not show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedTarget {
+    /// Its resourceVersion then.
+    pub resource_version: String,
+    /// Its type (`Opaque` when unset).
+    pub type_: String,
+    /// Whether it is immutable.
+    pub immutable: bool,
+}
+
+impl VerifiedTarget {
+    /// Of a Secret read or written, when its data matches its data-hash annotation.
+    pub fn of(s: &Secret) -> Option<Self> {
+        let v = plan::secret_validity(Some(s));
+        (v.managed && v.hash_matches).then(|| VerifiedTarget {
+            resource_version: s.metadata.resource_version.clone().unwrap_or_default(),
+            type_: secret_type(s),
+            immutable: s.immutable == Some(true),
+        })
+    }
+}
+
+fn secret_type(s: &Secret) -> String {
+    s.type_
+        .clone()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "Opaque".to_string())
+}
+
+/// The target Secret as it is, when the `desired` Secret (planned as if the target were absent)
+/// matches the cached metadata of a target verified unchanged (`known`): same labels,
+/// annotations (the data-hash among them, so the same data), owner references, finalizers,
+/// type and immutability. `None`: it may differ, read it.
+pub fn unchanged_target(
+    desired: Secret,
+    cached: &PartialObjectMeta<Secret>,
+    known: &VerifiedTarget,
+) -> Option<Secret> {
+    let m = &cached.metadata;
+    let d = &desired.metadata;
+    let same = m.resource_version.as_deref() == Some(known.resource_version.as_str())
+        && or_empty(&d.labels) == or_empty(&m.labels)
+        && or_empty(&d.annotations) == or_empty(&m.annotations)
+        && d.owner_references.as_deref().unwrap_or_default()
+            == m.owner_references.as_deref().unwrap_or_default()
+        && d.finalizers.as_deref().unwrap_or_default()
+            == m.finalizers.as_deref().unwrap_or_default()
+        && secret_type(&desired) == known.type_
+        && (desired.immutable == Some(true)) == known.immutable;
+    if !same {
+        return None;
+    }
+    let mut s = desired;
+    s.metadata = m.clone();
+    s.type_ = Some(known.type_.clone());
+    s.immutable = known.immutable.then_some(true);
+    Some(s)
+}
+
+fn or_empty(
+    m: &Option<std::collections::BTreeMap<String, String>>,
+) -> Option<&std::collections::BTreeMap<String, String>> {
+    m.as_ref().filter(|m| !m.is_empty())
 }
 
 /// Executes [`plan::Steps`] for one ExternalSecret.
@@ -299,6 +430,56 @@ impl<'a> Executor<'a> {
 
     async fn target(&self) -> Result<Option<Secret>, kube::Error> {
         self.secrets.get_opt(&self.view.target_name).await
+    }
+
+    /// The target as far as the reconcile needs it before planning: from the managed-Secret
+    /// cache when that settles it (see [`Target`]), otherwise read. Creation policies that adopt
+    /// Secrets this controller did not create (Merge, None, CreateOrMerge) always read.
+    async fn target_view(&self) -> Result<Target, kube::Error> {
+        let view = &self.view;
+        let cache_ready = matches!(
+            futures::FutureExt::now_or_never(self.ctx.managed_secrets.wait_until_ready()),
+            Some(Ok(()))
+        );
+        if !cache_ready
+            || !matches!(
+                view.creation,
+                CreationPolicy::Owner | CreationPolicy::Orphan
+            )
+        {
+            return self
+                .read_target()
+                .await
+                .map(|s| Target::Read(s.map(Box::new)));
+        }
+        let key = (view.namespace.clone(), view.target_name.clone());
+        let known = self.ctx.verified_target(&key);
+        let cached = self
+            .ctx
+            .managed_secrets
+            .get(&ObjectRef::new(&view.target_name).within(&view.namespace));
+        match (cached, known) {
+            (None, None) => Ok(Target::Read(None)),
+            (Some(meta), Some(known))
+                if meta.metadata.resource_version.as_deref()
+                    == Some(known.resource_version.as_str()) =>
+            {
+                Ok(Target::Verified(meta, known))
+            }
+            _ => self
+                .read_target()
+                .await
+                .map(|s| Target::Read(s.map(Box::new))),
+        }
+    }
+
+    /// GETs the target and remembers it when its data matches its data-hash annotation.
+    async fn read_target(&self) -> Result<Option<Secret>, kube::Error> {
+        let s = self.target().await?;
+        let key = (self.view.namespace.clone(), self.view.target_name.clone());
+        self.ctx
+            .remember_target(key, s.as_ref().and_then(VerifiedTarget::of));
+        Ok(s)
     }
 
     /// Whether a referenced store belongs to another controller class (a failed lookup is not).
@@ -385,6 +566,7 @@ impl<'a> Executor<'a> {
             Step::Forget => {
                 ctx.metrics.forget(&view.name, &view.namespace);
                 ctx.forget_status(self.es);
+                ctx.remember_target((view.namespace.clone(), view.target_name.clone()), None);
                 Ok(())
             }
             Step::Event(ev) => {
@@ -402,16 +584,28 @@ impl<'a> Executor<'a> {
                     field_manager: Some(view.field_manager()),
                     ..Default::default()
                 };
-                match w {
-                    SecretWrite::None => Ok(()),
-                    SecretWrite::Create(s) => self.secrets.create(&pp, s).await.map(|_| ()),
-                    SecretWrite::Update(s) => self
-                        .secrets
-                        .replace(&view.target_name, &pp, s)
-                        .await
-                        .map(|_| ()),
-                    SecretWrite::Delete(n) => self.delete(n).await.map(|_| ()),
-                }
+                let key = (view.namespace.clone(), view.target_name.clone());
+                let written = match w {
+                    SecretWrite::None => return Ok(()),
+                    SecretWrite::Create(s) => self.secrets.create(&pp, s).await,
+                    SecretWrite::Update(s) => self.secrets.replace(&view.target_name, &pp, s).await,
+                    SecretWrite::Delete(n) => {
+                        ctx.remember_target(key, None);
+                        return self.delete(n).await.map(|_| ());
+                    }
+                };
+                // A failed write (e.g. a Secret this controller has not seen already exists)
+                // makes the next reconcile read the target (a remembered but unverified target).
+                let known = match &written {
+                    Ok(s) => VerifiedTarget::of(s),
+                    Err(_) => Some(VerifiedTarget {
+                        resource_version: String::new(),
+                        type_: String::new(),
+                        immutable: false,
+                    }),
+                };
+                ctx.remember_target(key, known);
+                written.map(|_| ())
             }
             Step::Rollout(hash) => {
                 crate::common::rollout::on_secret_changed(
@@ -536,6 +730,60 @@ mod tests {
         assert_eq!(effective_status(&first, None), None);
         // A written status without refreshTime never overrides the cache.
         assert_eq!(effective_status(&first, Some(&never)), None);
+    }
+
+    #[test]
+    fn an_unchanged_target_is_known_from_its_cached_metadata() {
+        use k8s_openapi::ByteString;
+        let labels = BTreeMap::from([(LABEL_MANAGED.to_string(), "true".to_string())]);
+        let annotations = |h: &str| BTreeMap::from([("hash".to_string(), h.to_string())]);
+        let mut desired = Secret::default();
+        desired.metadata.name = Some("db".into());
+        desired.metadata.labels = Some(labels.clone());
+        desired.metadata.annotations = Some(annotations("h1"));
+        desired.data = Some(BTreeMap::from([(
+            "k".to_string(),
+            ByteString(b"v".to_vec()),
+        )]));
+        let mut cached: PartialObjectMeta<Secret> = PartialObjectMeta::default();
+        cached.metadata.name = Some("db".into());
+        cached.metadata.resource_version = Some("5".into());
+        cached.metadata.labels = Some(labels);
+        cached.metadata.annotations = Some(annotations("h1"));
+        let known = VerifiedTarget {
+            resource_version: "5".into(),
+            type_: "Opaque".into(),
+            immutable: false,
+        };
+        let same = unchanged_target(desired.clone(), &cached, &known).unwrap();
+        assert_eq!(same.metadata.resource_version.as_deref(), Some("5"));
+        assert_eq!(same.data, desired.data);
+        assert_eq!(same.type_.as_deref(), Some("Opaque"));
+        // Another data hash, a resourceVersion not verified, another type: read it.
+        let mut other = cached.clone();
+        other.metadata.annotations = Some(annotations("h2"));
+        assert!(unchanged_target(desired.clone(), &other, &known).is_none());
+        let mut newer = cached.clone();
+        newer.metadata.resource_version = Some("6".into());
+        assert!(unchanged_target(desired.clone(), &newer, &known).is_none());
+        let tls = VerifiedTarget {
+            type_: "kubernetes.io/tls".into(),
+            ..known.clone()
+        };
+        assert!(unchanged_target(desired.clone(), &cached, &tls).is_none());
+        // A Secret is verified only when its data matches its data-hash annotation.
+        let mut written = desired.clone();
+        written.metadata.resource_version = Some("7".into());
+        assert!(VerifiedTarget::of(&written).is_none());
+        let hash = esr_api::hash::data_hash(&plan::secret_data(&written));
+        written.metadata.annotations = Some(BTreeMap::from([(
+            plan::ANNOTATION_DATA_HASH.to_string(),
+            hash,
+        )]));
+        assert_eq!(
+            VerifiedTarget::of(&written).map(|k| k.resource_version),
+            Some("7".to_string())
+        );
     }
 
     #[test]

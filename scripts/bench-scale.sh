@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make bench-scale`: esr at scale on esr-testkit (or a real cluster): the API server's write
+# rate W, then N ExternalSecrets (fake store, one key each) and M unrelated Secrets, the release
+# esr's cold-sync rate and its ratio to W/2, requests per ExternalSecret by verb and resource
+# (esr-testkit's audit log), peak RSS, CPU-seconds per 1,000 syncs, the requests of a refresh with
+# unchanged data, and the p99 latencies of a spec change and of a new namespace's
+# ClusterExternalSecret Secret. The scenario is the ignored e2e test `bench_scale`
+# (e2e/tests/bench_scale.rs). A benchmark, not a test: `make test` never runs it.
+#
+# Usage: scripts/bench-scale.sh [--es N] [--secrets M] [--refresh R] [--samples S]
+#                               [--kubeconfig PATH] [--profile release|debug] [-- ESR FLAGS...]
+#   defaults: --es 10000 --secrets 50000 --refresh 1000 --samples 100, release build;
+#   e.g. scripts/bench-scale.sh --es 500 --secrets 2000 -- --concurrent 16 --client-qps 0
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+profile=release
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --es) export BENCH_ES=$2; shift 2 ;;
+    --secrets) export BENCH_SECRETS=$2; shift 2 ;;
+    --refresh) export BENCH_REFRESH=$2; shift 2 ;;
+    --samples) export BENCH_SAMPLES=$2; shift 2 ;;
+    --kubeconfig) export ESR_E2E_KUBECONFIG=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
+    --) shift; export BENCH_ESR_ARGS="$*"; break ;;
+    *) echo "bench-scale: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+flag=""; [ "$profile" = release ] && flag="--release"
+echo "==> building esr ($profile)"
+cargo build -q $flag -p esr --bin esr
+target=${CARGO_TARGET_DIR:-$root/target}
+export ESR_BIN="$target/$profile/esr"
+export ESR_E2E_NO_BUILD=1
+echo "==> running (ExternalSecrets=${BENCH_ES:-10000} unrelated Secrets=${BENCH_SECRETS:-50000})"
+cargo nextest run $flag -p esr-e2e --test bench_scale --run-ignored ignored-only \
+  --no-capture -E 'test(bench_scale)'
