@@ -19,8 +19,9 @@ use tracing::{debug, info, warn};
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
 use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
+use crate::externalsecret::offload::{PlanJob, plan_on_pool};
 use crate::externalsecret::plan::{
-    self, Admission, Decision, End, EsStatus, EsView, EventRec, EventType, LABEL_OWNER, PlanInput,
+    self, Admission, Decision, End, EsStatus, EsView, EventRec, EventType, LABEL_OWNER,
     SecretWrite, Step, Steps,
 };
 use crate::externalsecret::template::load_sources;
@@ -130,7 +131,7 @@ async fn publish(recorder: &Recorder, es: &ExternalSecret, ev: &EventRec) {
             EventType::Warning => KubeEventType::Warning,
         },
         reason: ev.reason.clone(),
-        note: Some(ev.message.clone()),
+        note: Some(crate::common::events::capped_note(&ev.message)),
         action: event_action(ev),
         secondary: None,
     };
@@ -196,6 +197,10 @@ fn is_conflict(e: &kube::Error) -> bool {
 
 /// The ExternalSecret reconciler.
 pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if let Some(wait) = ctx.first_syncs.defer(&es) {
+        debug!(es = %es.name_any(), ?wait, "refresh deferred: first syncs are waiting");
+        return Ok(Action::requeue(wait));
+    }
     let started = Instant::now();
     let name = es.name_any();
     let ns = es.namespace().unwrap_or_default();
@@ -218,7 +223,7 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
 
 /// One reconcile: gathers the inputs [`plan`] decides on (the target Secret, the provider data,
 /// the orphan candidates, the template sources) and executes the [`plan::Steps`] it returns.
-async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_es_inner(es: &Arc<ExternalSecret>, ctx: &Context) -> Result<Action, Error> {
     let ex = Executor::new(es, ctx);
     let view = &ex.view;
     if view.deleting {
@@ -258,18 +263,18 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         None => Vec::new(),
     };
     let sources = load_sources(ctx.kube.as_ref(), es).await;
-    let renderer = ctx.templates.renderer(es, &sources);
-    let p = plan::plan(PlanInput {
-        es: view,
+    let job = PlanJob {
+        es: es.clone(),
+        view: view.clone(),
         provider,
-        existing: existing.as_ref(),
-        owned_secret_names: &owned,
-        renderer: renderer.as_ref(),
+        existing,
+        owned_secret_names: owned,
+        sources,
         start: ex.start,
         jitter,
-    });
-    drop(renderer);
-    ex.run(p.steps(view)).await
+    };
+    let steps = plan_on_pool(&ctx.render_pool, ctx.templates.clone(), job).await?;
+    ex.run(steps).await
 }
 
 /// Executes [`plan::Steps`] for one ExternalSecret.
@@ -326,6 +331,7 @@ impl<'a> Executor<'a> {
                 flood_gate: self.ctx.config.flood_gate,
             },
             transformer: self.ctx.templates.transformer(),
+            gate: Some(self.ctx.store_gate.clone()),
         }
     }
 
