@@ -365,11 +365,63 @@ async fn a_hung_store_delays_only_its_own_external_secrets() {
         .unwrap();
         println!("{h} failed after {:?}", t0.elapsed());
     }
-    println!("{}", esr.logs());
     let store = format!("SecretStore/{tenant}/vault");
     let note = wait_event(&env, "hung-a", "UpdateFailed", &store).await;
     assert!(
         note.contains("did not answer within 10s") || note.contains("is not answering"),
         "{note}"
     );
+}
+
+/// A saturated API client (`--client-qps 5`) and ExternalSecrets refreshing every second: the
+/// refreshes of the synced ones never keep the others from their first sync, so every
+/// ExternalSecret gets a status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_saturated_client_every_external_secret_gets_a_status() {
+    let env = Env::start().await.unwrap();
+    let ns = env.namespace("starve").await.unwrap();
+    let _esr = env
+        .start_esr(&["--client-qps=5", "--client-burst=5", "--concurrent=4"])
+        .unwrap();
+    apply(&env, &ns, store()).await;
+    wait_condition(&env, "ClusterSecretStore", "", "fake", "True", "Valid").await;
+    let names: Vec<String> = (0..30).map(|i| format!("es-{i:02}")).collect();
+    for n in &names {
+        apply(&env, &ns, canary(n, "1s")).await;
+    }
+    let t0 = std::time::Instant::now();
+    // Generous: 30 first syncs at 5 API calls per second.
+    let result = wait_for(
+        "every ExternalSecret has a status",
+        Duration::from_secs(240),
+        || async {
+            let (count, without) = statusless(&env, &ns).await?;
+            (count == names.len() && without.is_empty()).then_some(())
+        },
+    )
+    .await;
+    if let Err(e) = result {
+        panic!("{e}; without a status: {:?}", statusless(&env, &ns).await);
+    }
+    println!("every ExternalSecret had a status after {:?}", t0.elapsed());
+    for n in &names {
+        let o = get(&env, "ExternalSecret", &ns, n).await.unwrap();
+        assert_eq!(ready(&o).0, "True", "{o}");
+    }
+}
+
+/// How many ExternalSecrets `ns` holds, and the names of those without a Ready condition.
+async fn statusless(env: &Env, ns: &str) -> Option<(usize, Vec<String>)> {
+    let list = api(env, "ExternalSecret", ns)
+        .list(&Default::default())
+        .await
+        .ok()?;
+    let without = list
+        .items
+        .iter()
+        .map(|o| serde_json::to_value(o).unwrap())
+        .filter(|o| ready(o).0.is_empty())
+        .filter_map(|o| str_at(&o, "/metadata/name").map(String::from))
+        .collect();
+    Some((list.items.len(), without))
 }
