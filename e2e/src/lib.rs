@@ -613,8 +613,28 @@ impl Env {
         Ok(path)
     }
 
+    /// [`Env::start_esr`] with extra environment variables for the esr process (e.g.
+    /// `TOKIO_WORKER_THREADS=1`, one async worker as in a pod limited to one CPU).
+    pub fn start_esr_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Result<EsrProcess> {
+        let (full, metrics, live) = self.esr_args(args)?;
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let mut p = self.start_esr_raw_with_env(&refs, vars)?;
+        p.metrics_addr = Some(metrics);
+        p.probes_addr = Some(live);
+        Ok(p)
+    }
+
     /// Start the esr binary with exactly these arguments (any subcommand), logging to a file.
     pub fn start_esr_raw(&self, args: &[&str]) -> Result<EsrProcess> {
+        self.start_esr_raw_with_env(args, &[])
+    }
+
+    /// [`Env::start_esr_raw`] with extra environment variables.
+    pub fn start_esr_raw_with_env(
+        &self,
+        args: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Result<EsrProcess> {
         let bin = esr_binary()?;
         let log_path = self
             .work
@@ -626,6 +646,7 @@ impl Env {
             .args(args)
             .env_remove("KUBECONFIG")
             .env("RUST_BACKTRACE", "1")
+            .envs(vars.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log2))

@@ -22,11 +22,13 @@ use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
 use crate::common::refresh;
+use crate::common::storegate::{StoreGate, StoreLimits};
 use crate::externalsecret::error::SyncError;
+use crate::externalsecret::fairness::FirstSyncs;
 use crate::externalsecret::fetch::referenced_stores;
 use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
 use crate::externalsecret::reconcile::{VerifiedTarget, es_error_policy, reconcile_es};
-use crate::externalsecret::template::TemplateEngine;
+use crate::externalsecret::template::{RenderPool, RenderPoolError, TemplateEngine};
 use crate::metrics::Metrics;
 
 /// Controller settings (the `esr controller` flags that matter here).
@@ -54,6 +56,11 @@ pub struct Config {
     pub secret_stores: bool,
     /// `--unsafe-allow-generic-targets`.
     pub allow_generic_targets: bool,
+    /// `--template-workers`: size of the [`RenderPool`].
+    pub render_workers: usize,
+    /// `--store-request-timeout` and `--store-max-in-flight`: the per-store bounds of provider
+    /// calls.
+    pub store_limits: StoreLimits,
 }
 
 impl Default for Config {
@@ -69,6 +76,8 @@ impl Default for Config {
             push_secrets: true,
             secret_stores: true,
             allow_generic_targets: false,
+            render_workers: crate::externalsecret::template::default_render_workers(),
+            store_limits: StoreLimits::default(),
         }
     }
 }
@@ -85,6 +94,9 @@ pub enum Error {
     /// A store controller failure (already recorded on the store's status and events).
     #[error("{0}")]
     Store(String),
+    /// The render could not run on the [`RenderPool`] (shutdown, or a bug).
+    #[error("{0}")]
+    Render(#[from] RenderPoolError),
 }
 
 impl Error {
@@ -94,6 +106,7 @@ impl Error {
             Error::Kube(_) => "kubernetes",
             Error::Sync(e) => e.metric_label(),
             Error::Store(_) => "store",
+            Error::Render(_) => "template",
         }
     }
 
@@ -188,6 +201,12 @@ pub struct Context {
     pub stores: CachedStores,
     /// Templates.
     pub templates: Arc<dyn TemplateEngine>,
+    /// Where templates render, off the async workers.
+    pub render_pool: RenderPool,
+    /// Per-store bounds of provider calls.
+    pub store_gate: Arc<StoreGate>,
+    /// First syncs ahead of refreshes under overload.
+    pub first_syncs: FirstSyncs,
     /// Event recorder of the ExternalSecret controller.
     pub(crate) es_recorder: Recorder,
     /// Per-ExternalSecret failure backoff.
@@ -354,6 +373,9 @@ impl Runtime {
                 ss: ss_reader.clone(),
                 css: css_reader.clone(),
             },
+            render_pool: RenderPool::new(config.render_workers),
+            store_gate: Arc::new(StoreGate::new(config.store_limits)),
+            first_syncs: FirstSyncs::default(),
             client,
             config,
             registry,
@@ -396,6 +418,7 @@ impl Runtime {
         let css_api: Api<ClusterSecretStore> = Api::all(client.clone());
 
         let (es_reader, es_writer) = reflector::store();
+        ctx.first_syncs.attach(es_reader.clone());
         let targets = TargetIndex::default();
         let index = targets.clone();
         // managedFields are dropped before caching: nothing reads them, and they are a large

@@ -20,6 +20,7 @@ use esr_provider::{
 };
 use kube::ResourceExt;
 
+use crate::common::storegate::StoreGate;
 use crate::externalsecret::convert::{conversion, decoding, null_bytes, rewrites};
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::pipeline::{
@@ -41,6 +42,8 @@ pub struct FetchEnv<'a> {
     pub resolve: ResolveOptions,
     /// Rewrite `transform` renderer.
     pub transformer: &'a dyn KeyTransformer,
+    /// Per-store bounds of the provider calls (the controller's; `None`: unbounded).
+    pub gate: Option<Arc<StoreGate>>,
 }
 
 /// The result of fetching.
@@ -141,8 +144,12 @@ impl Clients<'_> {
         let provider = self.env.registry.for_store(&store)?;
         let ctx = ClientContext::new(&store, Some(&self.namespace), self.env.kube.clone())
             .with_recorder(self.env.recorder.clone());
-        let client = provider.new_client(&ctx).await?;
-        Ok((store.identity(), client))
+        let id = store.identity();
+        let client = match &self.env.gate {
+            Some(gate) => gate.wrap(id.clone(), gate.call(&id, provider.new_client(&ctx)).await?),
+            None => provider.new_client(&ctx).await?,
+        };
+        Ok((id, client))
     }
 }
 
@@ -453,6 +460,7 @@ mod tests {
             recorder: esr_provider::metrics::noop_recorder(),
             resolve: ResolveOptions::default(),
             transformer: &Ident,
+            gate: None,
         };
         let out = fetch(&env, e).await;
         let calls = counting.calls.lock().unwrap().clone();

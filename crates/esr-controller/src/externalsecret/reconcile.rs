@@ -20,10 +20,13 @@ use tracing::{debug, info, warn};
 use crate::common::refresh::SecretValidity;
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
+use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
+use crate::externalsecret::offload::{PlanJob, desired_on_pool, plan_on_pool};
+use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
     self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, EventType,
-    LABEL_MANAGED, LABEL_MANAGED_VALUE, LABEL_OWNER, PlanInput, SecretWrite, Step, Steps,
+    LABEL_MANAGED, LABEL_MANAGED_VALUE, LABEL_OWNER, SecretWrite, Step, Steps,
 };
 use crate::externalsecret::template::load_sources;
 use crate::metrics::{Metrics, ResourceLabels};
@@ -147,7 +150,7 @@ async fn publish(recorder: &Recorder, es: &ExternalSecret, ev: &EventRec) {
             EventType::Warning => KubeEventType::Warning,
         },
         reason: ev.reason.clone(),
-        note: Some(ev.message.clone()),
+        note: Some(crate::common::events::capped_note(&ev.message)),
         action: event_action(ev),
         secondary: None,
     };
@@ -213,6 +216,10 @@ fn is_conflict(e: &kube::Error) -> bool {
 
 /// The ExternalSecret reconciler.
 pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if let Some(wait) = ctx.first_syncs.defer(&es) {
+        debug!(es = %es.name_any(), ?wait, "refresh deferred: first syncs are waiting");
+        return Ok(Action::requeue(wait));
+    }
     let started = Instant::now();
     let name = es.name_any();
     let ns = es.namespace().unwrap_or_default();
@@ -235,7 +242,7 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
 
 /// One reconcile: gathers the inputs [`plan`] decides on (the target Secret, the provider data,
 /// the orphan candidates, the template sources) and executes the [`plan::Steps`] it returns.
-async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_es_inner(es: &Arc<ExternalSecret>, ctx: &Context) -> Result<Action, Error> {
     let ex = Executor::new(es, ctx);
     let view = &ex.view;
     if view.deleting {
@@ -275,13 +282,13 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
         None => Vec::new(),
     };
     let sources = load_sources(ctx.kube.as_ref(), es).await;
-    let renderer = ctx.templates.renderer(es, &sources);
-    let input = |provider, existing| PlanInput {
-        es: view,
+    let job = |provider: Result<Assembled, SyncError>, existing: Option<Secret>| PlanJob {
+        es: es.clone(),
+        view: view.clone(),
         provider,
         existing,
-        owned_secret_names: &owned,
-        renderer: renderer.as_ref(),
+        owned_secret_names: owned.clone(),
+        sources: sources.clone(),
         start: ex.start,
         jitter,
     };
@@ -291,21 +298,21 @@ async fn reconcile_es_inner(es: &ExternalSecret, ctx: &Context) -> Result<Action
             // The desired Secret (planned as if absent) against what the cache shows: when they
             // agree, the Secret as it is equals the desired one and no write (nor GET) is needed.
             let desired = match &provider {
-                Ok(a) => match plan::plan(input(Ok(a.clone()), None)).write {
-                    SecretWrite::Create(s) => Some(s),
-                    _ => None,
-                },
+                Ok(a) => {
+                    let j = job(Ok(a.clone()), None);
+                    desired_on_pool(&ctx.render_pool, ctx.templates.clone(), j).await?
+                }
                 Err(_) => None,
             };
-            match desired.and_then(|d| unchanged_target(*d, &meta, &known)) {
+            match desired.and_then(|d| unchanged_target(d, &meta, &known)) {
                 Some(same) => Some(same),
                 None => ex.read_target().await?,
             }
         }
     };
-    let p = plan::plan(input(provider, existing.as_ref()));
-    drop(renderer);
-    ex.run(p.steps(view)).await
+    let j = job(provider, existing);
+    let steps = plan_on_pool(&ctx.render_pool, ctx.templates.clone(), j).await?;
+    ex.run(steps).await
 }
 
 /// What a reconcile knows of its target Secret before fetching provider data.
@@ -507,6 +514,7 @@ impl<'a> Executor<'a> {
                 flood_gate: self.ctx.config.flood_gate,
             },
             transformer: self.ctx.templates.transformer(),
+            gate: Some(self.ctx.store_gate.clone()),
         }
     }
 

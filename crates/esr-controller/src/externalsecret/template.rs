@@ -276,10 +276,19 @@ impl TemplateEngine for EsoTemplates {
 /// on a blocking thread (`spawn_blocking`), so a heavy template never stalls the reconcilers of
 /// other objects, the probes or `/metrics`. The render itself enforces its [`RenderBounds`]
 /// (deadline, memory budget, cancellation), so a blocking thread is never held longer than the
-/// timeout plus one non-interruptible function call.
+/// timeout plus one non-interruptible function call. Closing the pool (shutdown) refuses later
+/// renders and stops waiting for the running ones: their callers get
+/// [`RenderPoolError::Closed`] at once, and the renders themselves stop at their next step once
+/// their cancel flag is set.
 #[derive(Debug, Clone)]
 pub struct RenderPool {
     permits: Arc<tokio::sync::Semaphore>,
+    closed: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// The default size of the [`RenderPool`] (`--template-workers`): the number of CPUs.
+pub fn default_render_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// A render could not run on the pool.
@@ -298,33 +307,43 @@ impl RenderPool {
     pub fn new(size: usize) -> Self {
         RenderPool {
             permits: Arc::new(tokio::sync::Semaphore::new(size.max(1))),
+            closed: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
     }
 
-    /// Runs `render` on a blocking thread once a slot is free.
+    /// Runs `render` on a blocking thread once a slot is free; [`RenderPoolError::Closed`] as
+    /// soon as the pool is closed, even while `render` is still running.
     pub async fn run<T, F>(&self, render: F) -> Result<T, RenderPoolError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let permit = self
-            .permits
-            .clone()
-            .acquire_owned()
+        let mut closed = self.closed.subscribe();
+        let work = async {
+            let permit = self
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| RenderPoolError::Closed)?;
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                render()
+            })
             .await
-            .map_err(|_| RenderPoolError::Closed)?;
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            render()
-        })
-        .await
-        .map_err(|_| RenderPoolError::Panicked)
+            .map_err(|_| RenderPoolError::Panicked)
+        };
+        tokio::select! {
+            out = work => out,
+            _ = closed.wait_for(|c| *c) => Err(RenderPoolError::Closed),
+        }
     }
 
-    /// Refuses every later render (shutdown); running ones finish or are cancelled by their
-    /// [`RenderBounds::cancel`] flag.
+    /// Refuses every later render and stops waiting for the running ones (shutdown); set the
+    /// renders' [`RenderBounds::cancel`] flag too, so that they stop.
     pub fn close(&self) {
         self.permits.close();
+        self.closed.send_replace(true);
     }
 }
 

@@ -504,7 +504,7 @@ async fn reconcile_store<K: StoreObject>(
                     KubeEventType::Warning
                 },
                 reason: ev.reason.clone(),
-                note: Some(ev.message.clone()),
+                note: Some(crate::common::events::capped_note(&ev.message)),
                 action: crate::externalsecret::reconcile::event_action(&ev),
                 secondary: None,
             };

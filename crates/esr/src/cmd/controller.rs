@@ -113,6 +113,18 @@ pub struct Args {
     /// ExternalSecret with a clear error.
     #[arg(long, default_value = "5s")]
     pub template_timeout: String,
+    /// Number of templates rendered at once, each on its own thread off the async workers
+    /// [default: the number of CPUs].
+    #[arg(long)]
+    pub template_workers: Option<usize>,
+    /// Deadline of one provider call of an ExternalSecret (a Go duration), including its wait
+    /// for one of the store's slots; a store that does not answer in time fails only the
+    /// ExternalSecrets using it.
+    #[arg(long, default_value = "10s")]
+    pub store_request_timeout: String,
+    /// Provider calls in flight per store (SecretStore or ClusterSecretStore).
+    #[arg(long, default_value_t = esr_controller::common::storegate::DEFAULT_MAX_IN_FLIGHT)]
+    pub store_max_in_flight: usize,
 }
 
 /// Which of the optional controllers run.
@@ -209,7 +221,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .thread_stack_size(16 * 1024 * 1024)
         .build()?;
-    rt.block_on(run_async(args))?;
+    let out = rt.block_on(run_async(args));
+    // A render stops at its next step once cancelled; one non-interruptible call (a bcrypt, a
+    // hash over a large value) may still be running: exit without waiting for it.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    out?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -263,6 +279,16 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     if !args.namespace.is_empty() {
         info!(namespace = %args.namespace, "scoped to one namespace: the ClusterSecretStore, ClusterExternalSecret and ClusterPushSecret controllers are off");
     }
+    let store_request_timeout = esr_api::duration::parse(&args.store_request_timeout)
+        .ok()
+        .and_then(|d| d.to_std())
+        .filter(|d| !d.is_zero())
+        .with_context(|| {
+            format!(
+                "invalid --store-request-timeout {:?}",
+                args.store_request_timeout
+            )
+        })?;
     let cfg = Config {
         namespace: Some(args.namespace.clone()).filter(|n| !n.is_empty()),
         controller_class: args.controller_class.clone(),
@@ -273,6 +299,14 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         push_secrets: enabled.push_secrets,
         secret_stores: args.compat.enable_secret_store_reconciler,
         allow_generic_targets: args.compat.unsafe_allow_generic_targets,
+        render_workers: args
+            .template_workers
+            .unwrap_or_else(esr_controller::externalsecret::template::default_render_workers)
+            .max(1),
+        store_limits: esr_controller::common::storegate::StoreLimits {
+            timeout: store_request_timeout,
+            max_in_flight: args.store_max_in_flight.max(1),
+        },
         instance: std::env::var("POD_NAME")
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
@@ -336,8 +370,9 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         crate::providers::registry(),
         kube_access,
         metrics,
-        templates,
+        templates.clone(),
     );
+    let render_pool = runtime.ctx.render_pool.clone();
     info!(metrics = %maddr, probes = %laddr, "esr controller starting");
     probes.set_ready(true);
     let shutdown = {
@@ -448,6 +483,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         }
     }
     probes.set_ready(false);
+    // Running renders are cancelled and not waited for: the reconciles waiting on them end at
+    // once, so shutdown stays within the pod's grace period whatever the templates do.
+    templates.cancel_all();
+    render_pool.close();
     let _ = stop_tx.send(true);
     let _ = ctrl.await;
     if let Some(h) = ces_ctrl {

@@ -351,6 +351,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
             flood_gate: false,
         },
         transformer: templates.transformer(),
+        gate: None,
     };
     let now = chrono::Utc::now();
     let mut printed = 0;
