@@ -1,6 +1,8 @@
 //! Pieces shared by the controllers.
-pub(crate) mod fanout;
+pub mod fanout;
 pub mod generators;
+pub mod namespaces;
+pub mod observe;
 pub mod ratelimit;
 pub mod refresh;
 pub mod rollout;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use esr_controller::clusterexternalsecret::reconcile::{Observation, Observe};
+use esr_controller::common::observe::{Observation, Observe};
 use esr_controller::metrics::{Metrics, Observed};
 use esr_controller::runtime::{Config, Runtime};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
@@ -397,7 +397,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     esr_controller::common::rollout::start_shared(&lease_client, rollout_scope.as_deref());
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
-    let ns_feed = esr_controller::clusterexternalsecret::reconcile::NamespaceFeed::new();
+    let ns_feed = esr_controller::common::namespaces::NamespaceFeed::new();
     let ces_ctrl = enabled
         .cluster_external_secrets
         .then(|| ns_feed.subscribe())
