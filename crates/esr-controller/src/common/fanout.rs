@@ -299,6 +299,8 @@ pub trait FanOut: Sized + Send + Sync + 'static {
 pub struct FanOutContext<F: FanOut> {
     /// Kubernetes client.
     pub client: Client,
+    /// The parents cache (the controller's own).
+    pub parents: Store<F::Parent>,
     /// The shared Namespace cache.
     pub namespaces: Store<Namespace>,
     /// The children cache.
@@ -308,6 +310,8 @@ pub struct FanOutContext<F: FanOut> {
     /// Which parents had every child applied, per generation.
     pub applied: Applied,
     observe: Option<Observe>,
+    /// Serialises the [`Observe`] hook calls of reconciles with those of watch deletions.
+    observing: Arc<Mutex<()>>,
     failures: Backoffs<String>,
 }
 
@@ -315,6 +319,7 @@ impl<F: FanOut> FanOutContext<F> {
     /// A context over these caches.
     pub fn new(
         client: Client,
+        parents: Store<F::Parent>,
         namespaces: Store<Namespace>,
         children: Store<F::Child>,
         kind: F,
@@ -322,18 +327,36 @@ impl<F: FanOut> FanOutContext<F> {
     ) -> Self {
         FanOutContext {
             client,
+            parents,
             namespaces,
             children,
             kind,
             applied: Applied::default(),
             observe,
+            observing: Arc::default(),
             failures: Backoffs::default(),
         }
     }
+
+    /// The hook for the parent watch's deletions, serialised with the reconciles' reports (see
+    /// [`reconcile`]).
+    fn deletion_hook(&self) -> Option<Observe> {
+        let hook = self.observe.clone()?;
+        let gate = self.observing.clone();
+        Some(Arc::new(move |name: &str, obs: Observation| {
+            let _g = gate.lock().unwrap_or_else(|p| p.into_inner());
+            hook(name, obs)
+        }))
+    }
 }
 
-/// Reconciles one parent: the kind's reconcile, then the [`Observe`] hook (a parent being deleted
-/// reports [`Observation::Deleted`]: its watch deletion may arrive first) and the backoff reset.
+/// Reconciles one parent: the kind's reconcile, then the [`Observe`] hook and the backoff reset.
+///
+/// A parent being deleted, or gone from the cache by the time its reconcile ends, reports
+/// [`Observation::Deleted`]: its watch deletion may arrive first, and a report of a reconcile that
+/// was still running when the parent was deleted would otherwise bring back the series the
+/// deletion removed. The cache is updated before the watch deletion is reported, and both reports
+/// take the same lock, so the last report of a deleted parent is always `Deleted`.
 pub async fn reconcile<F: FanOut>(
     parent: Arc<F::Parent>,
     ctx: Arc<FanOutContext<F>>,
@@ -346,7 +369,12 @@ pub async fn reconcile<F: FanOut>(
         ctx.applied.forget(&parent.uid().unwrap_or_default());
     }
     if let Some(hook) = &ctx.observe {
-        let obs = if deleting {
+        let _g = ctx.observing.lock().unwrap_or_else(|p| p.into_inner());
+        let gone = ctx
+            .parents
+            .get(&ObjectRef::from_obj(&*parent))
+            .is_none_or(|p| p.uid() != parent.uid());
+        let obs = if deleting || gone {
             Observation::Deleted
         } else {
             Observation::Reconciled {
@@ -392,6 +420,14 @@ pub async fn run<F: FanOut>(
     let child_api: Api<F::Child> = Api::all(client.clone());
     let parent_api: Api<F::Parent> = Api::all(client.clone());
 
+    let ctx = Arc::new(FanOutContext::new(
+        client.clone(),
+        parent_reader.clone(),
+        ns_reader,
+        child_reader,
+        kind,
+        observe,
+    ));
     let ns_stream = namespace_changes(namespaces);
     let child_stream = changes(
         reflector::reflector(child_writer, watcher(child_api, watcher::Config::default()))
@@ -405,17 +441,10 @@ pub async fn run<F: FanOut>(
                 watcher(parent_api, watcher::Config::default()),
             )
             .default_backoff(),
-            observe.clone(),
+            ctx.deletion_hook(),
         ),
         meta_hash::<F::Parent>,
     );
-    let ctx = Arc::new(FanOutContext::new(
-        client,
-        ns_reader,
-        child_reader,
-        kind,
-        observe,
-    ));
     let r1 = parent_reader.clone();
     let r2 = parent_reader.clone();
     info!("{} controller starting", F::KIND);
