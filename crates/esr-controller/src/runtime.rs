@@ -21,7 +21,9 @@ use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
+use crate::common::generators::Generators;
 use crate::common::refresh;
+use crate::common::rollout::Rollouts;
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::referenced_stores;
 use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
@@ -188,6 +190,10 @@ pub struct Context {
     pub stores: CachedStores,
     /// Templates.
     pub templates: Arc<dyn TemplateEngine>,
+    /// The generators behind `generatorRef`s.
+    pub generators: Generators,
+    /// Rollout on rotation (the workload cache).
+    pub rollouts: Rollouts,
     /// Event recorder of the ExternalSecret controller.
     pub(crate) es_recorder: Recorder,
     /// Per-ExternalSecret failure backoff.
@@ -294,6 +300,7 @@ impl Runtime {
         kube: Arc<dyn KubeAccess>,
         metrics: Metrics,
         templates: Arc<dyn TemplateEngine>,
+        generators: Generators,
     ) -> Self {
         let (ss_reader, ss_writer) = reflector::store();
         let (css_reader, css_writer) = reflector::store();
@@ -315,6 +322,8 @@ impl Runtime {
             kube,
             metrics,
             templates,
+            generators,
+            rollouts: Rollouts::default(),
             failures: Default::default(),
             managed_secrets: managed_reader,
             written: Mutex::new(HashMap::new()),

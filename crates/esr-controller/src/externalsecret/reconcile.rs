@@ -326,6 +326,7 @@ impl<'a> Executor<'a> {
                 flood_gate: self.ctx.config.flood_gate,
             },
             transformer: self.ctx.templates.transformer(),
+            generators: Some(&self.ctx.generators),
         }
     }
 
@@ -414,13 +415,9 @@ impl<'a> Executor<'a> {
                 }
             }
             Step::Rollout(hash) => {
-                crate::common::rollout::on_secret_changed(
-                    &ctx.client,
-                    &view.namespace,
-                    &view.target_name,
-                    hash,
-                )
-                .await;
+                ctx.rollouts
+                    .on_secret_changed(&ctx.client, &view.namespace, &view.target_name, hash)
+                    .await;
                 Ok(())
             }
             Step::Status(st) => write_status(ctx, &self.api, self.es, st).await,

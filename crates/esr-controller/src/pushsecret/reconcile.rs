@@ -448,35 +448,43 @@ async fn reconcile_inner(
     if let Err(e) = validate_data_to(&ps.spec) {
         return fail(e, ready_out).await;
     }
-    let sources =
-        match resolve_sources(&pctx.ctx.client, &*pctx.ctx.kube, &ps.spec, &ns, &name).await {
-            Ok(s) => s,
-            Err(SourceError::NotFound(src_name)) => {
-                let msg = match missing_source(&ps.spec, &src_name, &old) {
-                    MissingSource::Errored => {
-                        return fail(MSG_NO_SOURCE.to_string(), ready_out).await;
-                    }
-                    MissingSource::SourceDeleted(msg) => msg,
-                };
-                let mut remaining = old.clone();
-                let errors = delete_entries(pctx, &ns, &flat(&old)).await;
-                if errors.is_empty() {
-                    remaining = Synced::new();
+    let sources = match resolve_sources(
+        &pctx.ctx.client,
+        &*pctx.ctx.kube,
+        &pctx.ctx.generators,
+        &ps.spec,
+        &ns,
+        &name,
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(SourceError::NotFound(src_name)) => {
+            let msg = match missing_source(&ps.spec, &src_name, &old) {
+                MissingSource::Errored => {
+                    return fail(MSG_NO_SOURCE.to_string(), ready_out).await;
                 }
-                publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
-                write_status(
-                    &api,
-                    ps,
-                    ("False", REASON_SOURCE_DELETED, msg),
-                    Some((&old, &remaining)),
-                    None,
-                )
-                .await?;
-                *ready_out = Some(false);
-                return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
+                MissingSource::SourceDeleted(msg) => msg,
+            };
+            let mut remaining = old.clone();
+            let errors = delete_entries(pctx, &ns, &flat(&old)).await;
+            if errors.is_empty() {
+                remaining = Synced::new();
             }
-            Err(SourceError::Other(e)) => return fail(e, ready_out).await,
-        };
+            publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
+            write_status(
+                &api,
+                ps,
+                ("False", REASON_SOURCE_DELETED, msg),
+                Some((&old, &remaining)),
+                None,
+            )
+            .await?;
+            *ready_out = Some(false);
+            return Ok(Action::requeue(interval.max(Duration::from_secs(1))));
+        }
+        Err(SourceError::Other(e)) => return fail(e, ready_out).await,
+    };
     let candidates = match resolve_stores(&pctx.ctx.client, &ps.spec, &ns).await {
         Ok(c) => c,
         Err(e) => return fail(e, ready_out).await,

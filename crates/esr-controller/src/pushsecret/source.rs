@@ -27,7 +27,7 @@ use kube::api::ListParams;
 use kube::core::Selector;
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::common::generators::Generated;
+use crate::common::generators::{Generated, Generators};
 
 /// Name of the in-memory Secret that carries a generator's output (ESO's name).
 pub const GENERATED_SECRET_NAME: &str = "___generated-secret";
@@ -380,6 +380,7 @@ fn selector_params(sel: &LabelSelector) -> Result<ListParams, String> {
 pub async fn resolve_sources(
     client: &Client,
     kube: &dyn KubeAccess,
+    generators: &Generators,
     spec: &PushSecretSpec,
     namespace: &str,
     name: &str,
@@ -397,19 +398,16 @@ pub async fn resolve_sources(
             }
         }
         Source::Generator(g) => {
-            let data = crate::common::generators::generate(
-                g,
-                namespace,
-                &generator_consumer(namespace, name),
-            )
-            .await
-            .map_err(|e| {
-                SourceError::Other(format!(
-                    "could not resolve secret from generator ref {}/{}: {e}",
-                    g.kind.as_str(),
-                    g.name
-                ))
-            })?;
+            let data = generators
+                .generate(g, namespace, &generator_consumer(namespace, name))
+                .await
+                .map_err(|e| {
+                    SourceError::Other(format!(
+                        "could not resolve secret from generator ref {}/{}: {e}",
+                        g.kind.as_str(),
+                        g.name
+                    ))
+                })?;
             Ok(vec![generated_secret(namespace, data)])
         }
         Source::Selector(sel) => {

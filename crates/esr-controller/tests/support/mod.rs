@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use esr_controller::common::generators::Generators;
 use esr_controller::externalsecret::reconcile::Context;
 use esr_controller::externalsecret::template::EsoTemplates;
 use esr_controller::metrics::Metrics;
@@ -93,6 +94,7 @@ pub fn context(client: &Client) -> Arc<Context> {
         Arc::new(KubeClientAccess::new(client.clone())),
         Metrics::new(),
         Arc::new(EsoTemplates::new()),
+        Generators::new(client.clone()),
     )
     .ctx
 }

@@ -330,6 +330,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             },
         ),
     );
+    let generators =
+        crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder);
     let runtime = Runtime::new(
         client,
         cfg,
@@ -337,6 +339,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         kube_access,
         metrics,
         templates,
+        generators,
     );
     info!(metrics = %maddr, probes = %laddr, "esr controller starting");
     probes.set_ready(true);
@@ -382,7 +385,6 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
-    crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder).install();
     let ps_ctrl = enabled.push_secrets.then(|| {
         let rx = stop_rx.clone();
         tokio::spawn(esr_controller::pushsecret::reconcile::run(
@@ -394,7 +396,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // Rollout on rotation: the workload caches watch esr's namespace scope (a namespace-only Role
     // cannot list workloads cluster-wide).
     let rollout_scope = Some(args.namespace.clone()).filter(|n| !n.is_empty());
-    esr_controller::common::rollout::start_shared(&lease_client, rollout_scope.as_deref());
+    runtime
+        .ctx
+        .rollouts
+        .start(&lease_client, rollout_scope.as_deref());
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
     let ns_feed = esr_controller::common::namespaces::NamespaceFeed::new();
