@@ -17,7 +17,9 @@
 //!
 //! [`crd_file_name`] gives the `crds/<group>_<plural>.yaml` name `esr crdgen` writes.
 
-use crate::generators::{ClusterGenerator, Fake, Password, VaultDynamicSecret};
+use crate::generators::{
+    ClusterGenerator, ECRAuthorizationToken, Fake, Password, STSSessionToken, VaultDynamicSecret,
+};
 use crate::v1::{ClusterExternalSecret, ExternalSecret, SecretStore};
 use crate::v1alpha1::{ClusterPushSecret, PushSecret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -121,6 +123,8 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
         Fake::crd(),
         Password::crd(),
         VaultDynamicSecret::crd(),
+        ECRAuthorizationToken::crd(),
+        STSSessionToken::crd(),
     ] {
         let mut crd = finish(generator, false)?;
         for version in &mut crd.spec.versions {

@@ -1,11 +1,13 @@
 //! generators.external-secrets.io/v1alpha1: the generators esr implements (`Password`, `Fake`,
-//! `VaultDynamicSecret`) and `ClusterGenerator`, whose spec wraps any generator kind.
+//! `VaultDynamicSecret`, `ECRAuthorizationToken`, `STSSessionToken`) and `ClusterGenerator`, whose
+//! spec wraps any generator kind.
 
 // kube-derive takes one `printcolumn(...)`/`category = ...` attribute per entry, which clippy
 // mistakes for duplicates.
 #![allow(clippy::duplicated_attributes)]
 
 use crate::opaque::{AnyJson, OpaqueObject};
+use crate::providers::aws::AwsAuth;
 use crate::providers::vault::VaultProvider;
 use crate::v1::SecretStoreRetrySettings;
 use kube::CustomResource;
@@ -198,6 +200,86 @@ pub enum VaultDynamicSecretResultType {
     Raw,
 }
 
+/// Desired state of an ECRAuthorizationToken generator.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "ECRAuthorizationToken",
+    plural = "ecrauthorizationtokens",
+    singular = "ecrauthorizationtoken",
+    namespaced,
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "ECRAuthorizationToken calls ECR GetAuthorizationToken and returns the registry credentials (username, password, proxy_endpoint, expires_at); the token is valid for 12 hours."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ECRAuthorizationTokenSpec {
+    /// AWS region, for example `eu-west-1`.
+    pub region: String,
+    /// How to get credentials: `secretRef` or `jwt`; without either, the controller's own
+    /// credentials (the SDK default chain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AwsAuth>,
+    /// ARN of an IAM role to assume before calling ECR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// ECR scope: `private` (the default) or `public` (ECR Public; no `proxy_endpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Desired state of an STSSessionToken generator.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "STSSessionToken",
+    plural = "stssessiontokens",
+    singular = "stssessiontoken",
+    namespaced,
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "STSSessionToken calls STS GetSessionToken and returns temporary credentials (access_key_id, secret_access_key, session_token, expiration)."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct STSSessionTokenSpec {
+    /// AWS region, for example `eu-west-1`.
+    pub region: String,
+    /// How to get credentials: `secretRef`, or none for the controller's own credentials
+    /// (`jwt` is refused: GetSessionToken needs long-term credentials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AwsAuth>,
+    /// ARN of an IAM role to assume before calling STS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Parameters of the GetSessionToken request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_parameters: Option<STSRequestParameters>,
+}
+
+/// Parameters of an STS GetSessionToken request.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct STSRequestParameters {
+    /// How long the credentials are valid, in seconds (900 to 129600; AWS's default 43200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "int32"))]
+    pub session_duration: Option<i32>,
+    /// Identification of the MFA device (serial number or ARN), when MFA is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_number: Option<String>,
+    /// The code of the MFA device, when MFA is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_code: Option<String>,
+}
+
 /// Desired state of a ClusterGenerator.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
@@ -320,13 +402,13 @@ pub struct GeneratorSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub cloudsmith_access_token_spec: Option<OpaqueObject>,
-    /// Spec of a `ecrAuthorizationToken` generator, kept verbatim (esr does not implement it).
+    /// Spec of an `ECRAuthorizationToken` generator.
     #[serde(
         default,
         rename = "ecrAuthorizationTokenSpec",
         skip_serializing_if = "Option::is_none"
     )]
-    pub ecr_authorization_token_spec: Option<OpaqueObject>,
+    pub ecr_authorization_token_spec: Option<ECRAuthorizationTokenSpec>,
     /// Spec of a `fake` generator.
     #[serde(default, rename = "fakeSpec", skip_serializing_if = "Option::is_none")]
     pub fake_spec: Option<FakeSpec>,
@@ -382,13 +464,13 @@ pub struct GeneratorSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub ssh_key_spec: Option<OpaqueObject>,
-    /// Spec of a `stsSessionToken` generator, kept verbatim (esr does not implement it).
+    /// Spec of an `STSSessionToken` generator.
     #[serde(
         default,
         rename = "stsSessionTokenSpec",
         skip_serializing_if = "Option::is_none"
     )]
-    pub sts_session_token_spec: Option<OpaqueObject>,
+    pub sts_session_token_spec: Option<STSSessionTokenSpec>,
     /// Spec of a `uuid` generator, kept verbatim (esr does not implement it).
     #[serde(default, rename = "uuidSpec", skip_serializing_if = "Option::is_none")]
     pub uuid_spec: Option<OpaqueObject>,

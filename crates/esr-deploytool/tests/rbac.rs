@@ -91,6 +91,18 @@ const ALLOWLIST: &[(&str, &str, &str, &str)] = &[
         "generatorRef to a VaultDynamicSecret (generators.rs)",
     ),
     (
+        "generators.external-secrets.io",
+        "ecrauthorizationtokens",
+        "get",
+        "generatorRef to an ECRAuthorizationToken (generators.rs)",
+    ),
+    (
+        "generators.external-secrets.io",
+        "stssessiontokens",
+        "get",
+        "generatorRef to an STSSessionToken (generators.rs)",
+    ),
+    (
         "",
         "namespaces",
         "get",

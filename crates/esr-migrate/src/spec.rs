@@ -631,7 +631,9 @@ impl BackendConv {
                     }
                 };
                 if backend == Backend::SystemManager {
-                    ctx.warn("backendType systemManager became an aws store with service ParameterStore: esr does not implement Parameter Store yet (ESO does), so esr reports the store as unsupported until it does");
+                    ctx.note(
+                        "backendType systemManager became an aws store with service ParameterStore",
+                    );
                 }
                 provider.aws = Some(AwsProvider {
                     service: if backend == Backend::SecretsManager {
@@ -995,7 +997,7 @@ impl BackendConv {
         let recursive = bool_of(entry, "recursive");
         let prefix = format!("{}/", path.trim_end_matches('/'));
         ctx.warn(format!(
-            "{field}.path {path:?} (recursive: {recursive}) became dataFrom find {{path, name.regexp \".*\"}} with a rewrite stripping {prefix:?} from the key names; ESO's Parameter Store find always recurses and keys of nested parameters keep their '/' (check them), and esr does not implement Parameter Store yet"
+            "{field}.path {path:?} (recursive: {recursive}) became dataFrom find {{path, name.regexp \".*\"}} with a rewrite stripping {prefix:?} from the key names; ESO's Parameter Store find always recurses and keys of nested parameters keep their '/' (check them)"
         ));
         Some(Item::DataFrom(
             ExternalSecretDataFromRemoteRef {

@@ -5,6 +5,9 @@
 //! [`VaultProvider`](esr_provider_vault::VaultProvider) from [`crate::providers::vault`], so it
 //! shares the provider's login sessions and keeps one renewable lease per consumer
 //! (`ExternalSecret/<ns>/<name>/dataFrom/<i>`) in memory.
+//!
+//! `ECRAuthorizationToken` and `STSSessionToken` ([`AwsGenerator`]) run in the AWS provider crate
+//! ([`esr_provider_aws::generate`]); they keep no state between runs.
 
 use std::sync::Arc;
 
@@ -30,12 +33,42 @@ pub fn registry(client: Client) -> Generators {
 /// [`registry`] with the generators' Vault API calls recorded in `recorder` (the controller's
 /// `Metrics` implements [`CallRecorder`]).
 pub fn registry_with_recorder(client: Client, recorder: Arc<dyn CallRecorder>) -> Generators {
-    Generators::new(client).with(
-        VAULT_DYNAMIC_SECRET,
-        Arc::new(
-            VaultDynamicSecretGenerator::new(crate::providers::vault()).with_recorder(recorder),
-        ),
-    )
+    Generators::new(client)
+        .with(
+            VAULT_DYNAMIC_SECRET,
+            Arc::new(
+                VaultDynamicSecretGenerator::new(crate::providers::vault())
+                    .with_recorder(recorder.clone()),
+            ),
+        )
+        .with(
+            esr_provider_aws::ECR_AUTHORIZATION_TOKEN,
+            Arc::new(AwsGenerator(recorder.clone())),
+        )
+        .with(
+            esr_provider_aws::STS_SESSION_TOKEN,
+            Arc::new(AwsGenerator(recorder)),
+        )
+}
+
+/// The AWS generators (`ECRAuthorizationToken`, `STSSessionToken`, namespaced or in a
+/// `ClusterGenerator`); their AWS calls go to the recorder.
+pub struct AwsGenerator(Arc<dyn CallRecorder>);
+
+#[async_trait]
+impl Generator for AwsGenerator {
+    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, GeneratorError> {
+        let kube: Arc<dyn KubeAccess> = Arc::new(KubeClientAccess::new(req.client.clone()));
+        Ok(esr_provider_aws::generate(
+            req.kind,
+            req.name,
+            req.namespace,
+            req.spec,
+            kube,
+            self.0.clone(),
+        )
+        .await?)
+    }
 }
 
 /// `VaultDynamicSecret` (namespaced, or a `ClusterGenerator` with `spec.kind: VaultDynamicSecret`)

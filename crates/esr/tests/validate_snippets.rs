@@ -141,14 +141,6 @@ const EXCEPTIONS: &[(&str, usize, &str, &str, &str, Why)] = &[
         Why::GeneratorNotImplemented,
     ),
     (
-        "generator-ecr.yaml",
-        0,
-        "ECRAuthorizationToken/ecr-gen",
-        "SKIPPED",
-        "generator kind ECRAuthorizationToken is not implemented by esr",
-        Why::GeneratorNotImplemented,
-    ),
-    (
         "generator-gcr.yaml",
         0,
         "GCRAccessToken/gcr-gen",
@@ -226,14 +218,6 @@ const EXCEPTIONS: &[(&str, usize, &str, &str, &str, Why)] = &[
         "SSHKey/example-ssh-key",
         "SKIPPED",
         "generator kind SSHKey is not implemented by esr",
-        Why::GeneratorNotImplemented,
-    ),
-    (
-        "generator-sts.yaml",
-        0,
-        "STSSessionToken/sts-gen",
-        "SKIPPED",
-        "generator kind STSSessionToken is not implemented by esr",
         Why::GeneratorNotImplemented,
     ),
     (
@@ -603,7 +587,8 @@ fn provider_specific_store_checks_run_like_esos_webhook() {
     );
     // ...which cannot be judged when the namespace comes from `kubectl -n`.
     assert_eq!(check(&store).0, "OK");
-    // Valid for ESO, only not implemented by esr: OK.
+    // ParameterStore is served; CertificateManager is valid for ESO, only not implemented by
+    // esr: both OK.
     for service in ["ParameterStore", "CertificateManager"] {
         let (result, reasons) = check(&aws_store("SecretStore", service, ""));
         assert_eq!(

@@ -21,6 +21,25 @@ pub fn resource(kind: &str) -> (ApiResource, bool) {
         "Secret" => ("", "v1", "secrets", true),
         "ServiceAccount" => ("", "v1", "serviceaccounts", true),
         "ConfigMap" => ("", "v1", "configmaps", true),
+        "PushSecret" => ("external-secrets.io", "v1alpha1", "pushsecrets", true),
+        "ECRAuthorizationToken" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "ecrauthorizationtokens",
+            true,
+        ),
+        "STSSessionToken" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "stssessiontokens",
+            true,
+        ),
+        "ClusterGenerator" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "clustergenerators",
+            false,
+        ),
         other => panic!("unsupported kind {other}"),
     };
     let gvk = GroupVersionKind::gvk(group, version, kind);
@@ -170,16 +189,23 @@ pub async fn wait_secret_data(env: &Env, ns: &str, name: &str, want: &[(&str, &s
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    wait_for(
+    let last = std::sync::Mutex::new(None::<BTreeMap<String, String>>);
+    let res = wait_for(
         &format!("secret {ns}/{name} = {want:?}"),
         TIMEOUT,
         || async {
             let s = secret(env, ns, name).await?;
-            (decoded(&s) == want).then_some(s)
+            let got = decoded(&s);
+            let ok = got == want;
+            *last.lock().unwrap() = Some(got);
+            ok.then_some(s)
         },
     )
-    .await
-    .unwrap()
+    .await;
+    match res {
+        Ok(s) => s,
+        Err(e) => panic!("{e}; last seen: {:?}", last.lock().unwrap()),
+    }
 }
 
 /// A fake ClusterSecretStore.

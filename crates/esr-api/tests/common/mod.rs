@@ -50,3 +50,33 @@ pub fn our_crds() -> Vec<Value> {
         .map(|c| serde_json::to_value(c).unwrap())
         .collect()
 }
+
+/// ESO v2.9.0's generator kinds (`generators.external-secrets.io/v1alpha1`). The compat directory
+/// holds ESO's CRDs only for some of them; esr may serve others from this list, and no CRD outside
+/// ESO's API.
+pub const ESO_GENERATOR_KINDS: &[&str] = &[
+    "ACRAccessToken",
+    "BeyondtrustWorkloadCredentialsDynamicSecret",
+    "CloudsmithAccessToken",
+    "ECRAuthorizationToken",
+    "Fake",
+    "GCRAccessToken",
+    "GithubAccessToken",
+    "GitlabDeployToken",
+    "Grafana",
+    "MFA",
+    "Password",
+    "QuayAccessToken",
+    "SSHKey",
+    "STSSessionToken",
+    "UUID",
+    "VaultDynamicSecret",
+    "Webhook",
+];
+
+/// Whether `crd_name` is the CRD of one of ESO's generator kinds (`<plural>.generators.external-secrets.io`).
+pub fn is_eso_generator_crd(crd_name: &str) -> bool {
+    ESO_GENERATOR_KINDS
+        .iter()
+        .any(|k| crd_name == format!("{}s.generators.external-secrets.io", k.to_lowercase()))
+}

@@ -1,5 +1,6 @@
 //! Call-count benchmark (not a test): one refresh cycle of N ExternalSecrets, each taking 3
-//! properties from one of M secrets, through the provider's client layer, against moto.
+//! properties from one of M secrets (`BENCH_SERVICE=SecretsManager`, the default) or parameters
+//! (`BENCH_SERVICE=ParameterStore`), through the provider's client layer, against moto.
 //! Run it with `make bench-aws-calls` (scripts/bench-aws-calls.sh).
 //!
 //! Every ExternalSecret is simulated as the controller reconciles it: an independent task that
@@ -15,7 +16,7 @@ use async_trait::async_trait;
 use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 use esr_provider_aws::{
     AwsError, AwsProvider, AwsProviderOptions, CallLog, CostOptions, Endpoints, KubeSource,
-    RemoteRef, StoreInfo, StoreKind,
+    RemoteRef, StoreClient, StoreInfo, StoreKind,
 };
 use rand::Rng;
 
@@ -59,6 +60,7 @@ struct Outcome {
 
 #[allow(clippy::too_many_arguments)]
 async fn cycle(
+    service: &str,
     moto: &str,
     prefix: &str,
     n_es: usize,
@@ -81,7 +83,7 @@ async fn cycle(
         calls: calls.clone(),
     }));
     let spec = Arc::new(serde_json::json!({
-        "service": "SecretsManager", "region": "us-east-1",
+        "service": service, "region": "us-east-1",
         "auth": {"secretRef": {
             "accessKeyIDSecretRef": {"name": "aws", "key": "id", "namespace": "esr-system"},
             "secretAccessKeySecretRef": {"name": "aws", "key": "secret", "namespace": "esr-system"}}}
@@ -126,11 +128,14 @@ async fn cycle(
                         .map_err(|_| AwsError::invalid("closed"))?;
                     let ns = format!("team-{}", secret % 10);
                     let client = provider
-                        .client(&spec, None, &store, Some(&ns), kube)
+                        .store_client(&spec, None, &store, Some(&ns), kube)
                         .await?;
                     let refs = ["username", "password", "host"]
                         .map(|p| RemoteRef::key(key.clone()).property(p));
-                    let results = client.get_secrets(&refs).await;
+                    let results = match client {
+                        StoreClient::SecretsManager(c) => c.get_secrets(&refs).await,
+                        StoreClient::ParameterStore(c) => c.get_secrets(&refs).await,
+                    };
                     for (r, p) in results.into_iter().zip(["username", "password", "host"]) {
                         let v = r?;
                         if v != format!("{p}-{secret}").into_bytes() {
@@ -165,6 +170,54 @@ async fn cycle(
     }
 }
 
+/// Seeds moto with secrets or parameters (these calls are not counted).
+struct Seeder {
+    sm: aws_sdk_secretsmanager::Client,
+    ssm: aws_sdk_ssm::Client,
+}
+
+impl Seeder {
+    fn new(moto: &str) -> Self {
+        let conf = aws_sdk_secretsmanager::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "bench"))
+            .endpoint_url(moto)
+            .build();
+        let ssm_conf = aws_sdk_ssm::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "bench"))
+            .endpoint_url(moto)
+            .build();
+        Self {
+            sm: aws_sdk_secretsmanager::Client::from_conf(conf),
+            ssm: aws_sdk_ssm::Client::from_conf(ssm_conf),
+        }
+    }
+
+    async fn create(&self, parameter: bool, name: &str, value: &str) {
+        if parameter {
+            self.ssm
+                .put_parameter()
+                .name(name)
+                .value(value)
+                .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+                .send()
+                .await
+                .expect("seeding moto");
+        } else {
+            self.sm
+                .create_secret()
+                .name(name)
+                .secret_string(value)
+                .send()
+                .await
+                .expect("seeding moto");
+        }
+    }
+}
+
 fn report(name: &str, o: &Outcome) {
     println!("== {name}");
     for ((provider, call, status), n) in o.calls.snapshot() {
@@ -196,14 +249,22 @@ async fn main() {
     let concurrency = env_usize("BENCH_CONCURRENCY", n_es);
     let cycles = env_usize("BENCH_CYCLES", 1).max(1);
 
-    let prefix = format!("bench-{}/", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let conf = aws_sdk_secretsmanager::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("testing", "testing", None, None, "bench"))
-        .endpoint_url(&moto)
-        .build();
-    let seeder = aws_sdk_secretsmanager::Client::from_conf(conf);
+    let service = std::env::var("BENCH_SERVICE").unwrap_or_else(|_| "SecretsManager".into());
+    let ps = match service.as_str() {
+        "SecretsManager" => false,
+        "ParameterStore" => true,
+        other => {
+            eprintln!("BENCH_SERVICE must be SecretsManager or ParameterStore, not {other:?}");
+            std::process::exit(2);
+        }
+    };
+    let id = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let prefix = if ps {
+        format!("/bench-{id}/")
+    } else {
+        format!("bench-{id}/")
+    };
+    let seeder = Seeder::new(&moto);
     for i in 0..n_secrets {
         let value = serde_json::json!({
             "username": format!("username-{i}"),
@@ -212,15 +273,16 @@ async fn main() {
             "port": 5432,
         });
         seeder
-            .create_secret()
-            .name(format!("{prefix}app-{i:03}"))
-            .secret_string(value.to_string())
-            .send()
-            .await
-            .expect("seeding moto");
+            .create(ps, &format!("{prefix}app-{i:03}"), &value.to_string())
+            .await;
     }
+    let (what, batch) = if ps {
+        ("parameters", "<= 10 names per GetParameters")
+    } else {
+        ("secrets", "<= 20 ids per BatchGetSecretValue")
+    };
     println!(
-        "{n_es} ExternalSecrets x 3 properties from {n_secrets} secrets, one refresh cycle, \
+        "{service}: {n_es} ExternalSecrets x 3 properties from {n_secrets} {what}, one refresh cycle, \
          reconciles started with a random 0-{stagger_ms} ms stagger, {concurrency} at a time"
     );
 
@@ -228,10 +290,11 @@ async fn main() {
         .map(|o| o.cost)
         .unwrap_or_default();
     println!(
-        "esr settings: cache TTL {:?}, batch window {:?}, refresh-ahead {}, <= 20 ids per BatchGetSecretValue",
+        "esr settings: cache TTL {:?}, batch window {:?}, refresh-ahead {}, {batch}",
         defaults.cache_ttl, defaults.batch_window, defaults.prefetch
     );
     let esr = cycle(
+        &service,
         &moto,
         &prefix,
         n_es,
@@ -242,11 +305,20 @@ async fn main() {
         defaults,
     )
     .await;
-    report("esr (coalescing + cache + BatchGetSecretValue)", &esr);
+    report(
+        if ps {
+            "esr (coalescing + cache + GetParameters)"
+        } else {
+            "esr (coalescing + cache + BatchGetSecretValue)"
+        },
+        &esr,
+    );
 
-    // ESO's behaviour: one GetSecretValue per ExternalSecret per refresh (its cache lives only
-    // inside one reconcile). Same code path with the cross-reconcile features switched off.
+    // ESO's behaviour: one GetSecretValue / GetParameter per ExternalSecret per refresh (its
+    // cache lives only inside one reconcile). Same code path with the cross-reconcile features
+    // switched off.
     let eso_like = cycle(
+        &service,
         &moto,
         &prefix,
         n_es,

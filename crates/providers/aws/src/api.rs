@@ -11,6 +11,7 @@ use aws_sdk_secretsmanager::types::{Filter, FilterNameStringType, Tag};
 
 use crate::calls::{CallLog, PROVIDER_SM};
 use crate::error::{AwsError, ErrorKind, classify_code, from_sdk};
+use crate::fetcher::{Batch, FetchKey, Source};
 use crate::spec::Version;
 
 /// A secret value as Secrets Manager returned it.
@@ -63,20 +64,31 @@ pub struct Described {
 }
 
 /// Result of a BatchGetSecretValue by ids.
-#[derive(Debug, Default)]
-pub struct BatchById {
-    pub values: Vec<SecretValue>,
-    pub errors: Vec<(String, AwsError)>,
-}
+pub type BatchById = Batch<SecretValue>;
 
 /// After a throttling response, esr stops calling AWS for a while instead of retrying in a tight
 /// loop; the pause doubles on each further throttle (1 s .. 64 s) and resets on success.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ThrottleGate {
+    /// The service named in messages, e.g. `AWS Secrets Manager`.
+    service: &'static str,
     state: Mutex<(Option<Instant>, u32)>,
 }
 
+impl Default for ThrottleGate {
+    fn default() -> Self {
+        Self::for_service("AWS Secrets Manager")
+    }
+}
+
 impl ThrottleGate {
+    pub fn for_service(service: &'static str) -> Self {
+        Self {
+            service,
+            state: Mutex::default(),
+        }
+    }
+
     pub fn check(&self, op: &str) -> Result<(), AwsError> {
         let now = Instant::now();
         let guard = self
@@ -89,13 +101,38 @@ impl ThrottleGate {
             let left = until - now;
             return Err(AwsError::throttled(
                 format!(
-                    "{op}: AWS Secrets Manager is throttling requests; esr is backing off for {}s",
+                    "{op}: {} is throttling requests; esr is backing off for {}s",
+                    self.service,
                     left.as_secs().max(1)
                 ),
                 left,
             ));
         }
         Ok(())
+    }
+
+    /// Count a finished call (`provider`/`op` labels) and let the gate see its result: after a
+    /// throttling answer the error says how long esr backs off.
+    pub fn finish<T>(
+        &self,
+        calls: &CallLog,
+        provider: &'static str,
+        op: &'static str,
+        res: Result<T, AwsError>,
+    ) -> Result<T, AwsError> {
+        calls.record(provider, op, res.as_ref().err().map(|e| e.kind));
+        match self.observe(&res) {
+            Some(pause) => res.map_err(|mut e| {
+                e.message = format!(
+                    "{} (esr backs off for {}s before calling AWS again)",
+                    e.message,
+                    pause.as_secs()
+                );
+                e.retry_after = Some(pause);
+                e
+            }),
+            None => res,
+        }
     }
 
     pub fn observe<T>(&self, res: &Result<T, AwsError>) -> Option<Duration> {
@@ -144,21 +181,7 @@ impl SmApi {
     }
 
     fn finish<T>(&self, op: &'static str, res: Result<T, AwsError>) -> Result<T, AwsError> {
-        // NotFound is a normal answer, not a failed call, for the purposes of the gate.
-        self.calls
-            .record(PROVIDER_SM, op, res.as_ref().err().map(|e| e.kind));
-        match self.gate.observe(&res) {
-            Some(pause) => res.map_err(|mut e| {
-                e.message = format!(
-                    "{} (esr backs off for {}s before calling AWS again)",
-                    e.message,
-                    pause.as_secs()
-                );
-                e.retry_after = Some(pause);
-                e
-            }),
-            None => res,
-        }
+        self.gate.finish(&self.calls, PROVIDER_SM, op, res)
     }
 
     pub async fn get_secret_value(
@@ -459,6 +482,41 @@ impl SmApi {
         }
         let res = req.send().await.map(|_| ()).map_err(|e| from_sdk(OP, &e));
         self.finish(OP, res)
+    }
+}
+
+#[async_trait::async_trait]
+impl Source for SmApi {
+    type Value = SecretValue;
+    const MAX_BATCH: usize = 20;
+
+    /// `GetSecretValue`, or for metadata `DescribeSecret` with the tags as a JSON object.
+    async fn load_one(&self, key: &FetchKey) -> Result<SecretValue, AwsError> {
+        if !key.metadata {
+            return self.get_secret_value(&key.id, &key.version).await;
+        }
+        let d = self.describe(&key.id).await?;
+        let json = serde_json::to_string(&d.tags)
+            .map_err(|e| AwsError::invalid(format!("cannot encode tags of {}: {e}", key.id)))?;
+        Ok(SecretValue {
+            name: d.name,
+            arn: d.arn,
+            version_id: Some(key.version.label()),
+            string: Some(json),
+            binary: None,
+        })
+    }
+
+    async fn load_batch(&self, ids: &[String]) -> Result<BatchById, AwsError> {
+        self.batch_get_by_ids(ids).await
+    }
+
+    fn ids_of(v: &SecretValue) -> [&str; 2] {
+        [&v.name, &v.arn]
+    }
+
+    fn batch_denied(e: &AwsError) -> bool {
+        e.message.starts_with("BatchGetSecretValue: AccessDenied")
     }
 }
 

@@ -97,6 +97,10 @@ pub struct Endpoints {
     pub secrets_manager: Option<String>,
     /// STS only (like `AWS_ENDPOINT_URL_STS`).
     pub sts: Option<String>,
+    /// Parameter Store only (like `AWS_ENDPOINT_URL_SSM`).
+    pub parameter_store: Option<String>,
+    /// ECR only (like `AWS_ENDPOINT_URL_ECR`).
+    pub ecr: Option<String>,
 }
 
 /// Base credentials, resolved.
@@ -327,7 +331,7 @@ pub(crate) struct BuildInput<'a> {
     pub calls: CallLog,
 }
 
-fn sts_client(sdk: &SdkConfig, endpoints: &Endpoints) -> aws_sdk_sts::Client {
+pub(crate) fn sts_client(sdk: &SdkConfig, endpoints: &Endpoints) -> aws_sdk_sts::Client {
     let mut b = aws_sdk_sts::config::Builder::from(sdk);
     if let Some(ep) = &endpoints.sts {
         b = b.endpoint_url(ep);

@@ -11,6 +11,8 @@ use crate::error::ErrorKind;
 
 /// `provider` label for Secrets Manager calls (as in ESO).
 pub const PROVIDER_SM: &str = "AWS/SecretsManager";
+/// `provider` label for Parameter Store calls (as in ESO).
+pub const PROVIDER_PS: &str = "AWS/ParameterStore";
 /// `provider` label for STS calls (credential exchange; ESO does not count these).
 pub const PROVIDER_STS: &str = "AWS/STS";
 
@@ -98,11 +100,16 @@ impl CallLog {
 
     /// All Secrets Manager calls.
     pub fn total_sm(&self) -> u64 {
+        self.total_of(PROVIDER_SM)
+    }
+
+    /// Calls of one provider label (any call, any status).
+    pub fn total_of(&self, provider: &str) -> u64 {
         self.counts
             .lock()
             .map(|c| {
                 c.iter()
-                    .filter(|((p, _, _), _)| *p == PROVIDER_SM)
+                    .filter(|((p, _, _), _)| *p == provider)
                     .map(|(_, n)| *n)
                     .sum()
             })

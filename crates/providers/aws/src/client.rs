@@ -7,7 +7,7 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use regex::Regex;
 
-use crate::api::{SecretValue, find_filters};
+use crate::api::{SecretValue, SmApi, find_filters};
 use crate::error::{AwsError, ErrorKind};
 use crate::fetcher::{FetchKey, Fetcher, distinct};
 use crate::property::{get_property, json_object_to_map, remove_property, set_property};
@@ -30,7 +30,7 @@ pub enum Validation {
 
 /// One store's Secrets Manager client.
 pub struct SmClient {
-    fetcher: Fetcher,
+    fetcher: Fetcher<SmApi>,
     prefix: String,
     settings: Option<SecretsManagerSpec>,
     referent_unresolved: bool,
@@ -141,7 +141,7 @@ fn extract(r: &RemoteRef, v: &SecretValue) -> Result<Vec<u8>, AwsError> {
 
 impl SmClient {
     pub(crate) fn new(
-        fetcher: Fetcher,
+        fetcher: Fetcher<SmApi>,
         prefix: String,
         settings: Option<SecretsManagerSpec>,
         referent_unresolved: bool,
@@ -255,10 +255,10 @@ impl SmClient {
                         if !matches(&v.name) {
                             continue;
                         }
-                        self.fetcher.seed(&v).await;
                         if let Some(b) = v.bytes() {
                             out.insert(v.name.clone(), b);
                         }
+                        self.fetcher.seed(v).await;
                     }
                     return Ok(out);
                 }

@@ -15,7 +15,8 @@ use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 /// What kind of failure an AWS call produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
-    /// The secret (or version) does not exist or is scheduled for deletion.
+    /// The secret or parameter (or version) does not exist, or the secret is scheduled for
+    /// deletion.
     NotFound,
     /// Credentials are missing, invalid, expired, or the principal is not allowed.
     Auth,
@@ -104,7 +105,11 @@ const THROTTLE_CODES: &[&str] = &[
 /// Classify an AWS error code + message + HTTP status.
 pub(crate) fn classify_code(code: &str, message: &str, status: Option<u16>) -> ErrorKind {
     // AWS says "marked for deletion"; moto says "marked deleted".
-    if code == "ResourceNotFoundException" {
+    // Parameter Store: ParameterNotFound / ParameterVersionNotFound.
+    if matches!(
+        code,
+        "ResourceNotFoundException" | "ParameterNotFound" | "ParameterVersionNotFound"
+    ) {
         return ErrorKind::NotFound;
     }
     if (code == "InvalidRequestException" || code == "InvalidParameterException")
@@ -159,6 +164,12 @@ fn credentials_failure(op: &str, err: &(dyn StdError + 'static)) -> Option<AwsEr
         cur = e.source();
     }
     None
+}
+
+/// The error to report when resolving credentials failed outside an SDK call (store validation).
+pub(crate) fn credentials_error(err: &CredentialsError) -> AwsError {
+    credentials_failure("resolving credentials", err)
+        .unwrap_or_else(|| AwsError::auth(chain_message(err)))
 }
 
 /// `a: b: c` for an error and its sources, deduplicating repeated texts.
@@ -285,5 +296,8 @@ mod tests {
             ErrorKind::Transient
         );
         assert_eq!(classify_code("X", "", Some(503)), ErrorKind::Transient);
+        for code in ["ParameterNotFound", "ParameterVersionNotFound"] {
+            assert_eq!(classify_code(code, "", Some(400)), ErrorKind::NotFound);
+        }
     }
 }

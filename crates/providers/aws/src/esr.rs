@@ -17,18 +17,75 @@ use esr_provider::{
 };
 
 use crate::auth::KubeSource;
-use crate::calls::{CallObserver, PROVIDER_SM};
+use crate::calls::{CallObserver, PROVIDER_PS, PROVIDER_SM};
 use crate::client::{SmClient, Validation};
 use crate::error::{AwsError, ErrorKind};
-use crate::provider::{AwsProvider, AwsProviderOptions};
+use crate::parameterstore::{PsClient, PushValue};
+use crate::provider::{AwsProvider, AwsProviderOptions, StoreClient};
 use crate::spec::{AwsProviderSpec, FindRef, RemoteRef, RetrySettings};
 
 /// `spec.provider` key.
 pub const PROVIDER_KEY: &str = "aws";
+/// Generator kind of [`crate::generators::AwsGenerators::ecr_authorization_token`].
+pub const ECR_AUTHORIZATION_TOKEN: &str = "ECRAuthorizationToken";
+/// Generator kind of [`crate::generators::AwsGenerators::sts_session_token`].
+pub const STS_SESSION_TOKEN: &str = "STSSessionToken";
+
+/// Runs the AWS generator `kind` (`ECRAuthorizationToken` or `STSSessionToken`) named `name`
+/// with `spec` for a referrer in `namespace`, recording its AWS calls in `recorder`. AWS endpoints
+/// come from the SDK's environment (`AWS_ENDPOINT_URL*`). Errors are messages without secret
+/// values.
+pub async fn generate(
+    kind: &str,
+    name: &str,
+    namespace: &str,
+    spec: &serde_json::Value,
+    kube: Arc<dyn KubeAccess>,
+    recorder: Arc<dyn CallRecorder>,
+) -> Result<crate::generators::Generated, ProviderError> {
+    let gens = crate::generators::AwsGenerators::new(
+        crate::auth::Endpoints::default(),
+        crate::calls::CallLog::with_observer(Arc::new(RecorderBridge(recorder))),
+    );
+    let input = crate::generators::GenerateInput {
+        name,
+        namespace,
+        kube: Arc::new(KubeBridge(kube)),
+    };
+    let res = match kind {
+        ECR_AUTHORIZATION_TOKEN => {
+            let spec = serde_json::from_value(spec.clone())
+                .map_err(|e| ProviderError::invalid(format!("unable to parse spec: {e}")))?;
+            gens.ecr_authorization_token(&spec, &input).await
+        }
+        STS_SESSION_TOKEN => {
+            let spec = serde_json::from_value(spec.clone())
+                .map_err(|e| ProviderError::invalid(format!("unable to parse spec: {e}")))?;
+            gens.sts_session_token(&spec, &input).await
+        }
+        other => {
+            return Err(ProviderError::invalid(format!(
+                "generator kind {other} is not an AWS generator"
+            )));
+        }
+    };
+    res.map_err(|e| {
+        let pe = ProviderError::new(esr_kind(e.kind), e.message);
+        match e.retry_after {
+            Some(d) => pe.with_retry_after(d),
+            None => pe,
+        }
+    })
+}
 
 /// Turn a classified AWS error into the esr provider error. Not-found keeps ESO's exact text
 /// (`Secret does not exist`); the detailed AWS message stays available as the error source.
 pub fn to_provider_error(e: AwsError) -> ProviderError {
+    to_provider_error_for(e, PROVIDER_SM)
+}
+
+/// [`to_provider_error`] with the `provider` label of the service (`AWS/ParameterStore`, ...).
+pub fn to_provider_error_for(e: AwsError, provider: &'static str) -> ProviderError {
     let pe = match e.kind {
         ErrorKind::NotFound => ProviderError::not_found().with_source(e.clone()),
         ErrorKind::Auth => ProviderError::auth(e.message.clone()),
@@ -36,7 +93,7 @@ pub fn to_provider_error(e: AwsError) -> ProviderError {
         ErrorKind::Invalid => ProviderError::invalid(e.message.clone()),
         ErrorKind::Transient => ProviderError::transient(e.message.clone()),
     };
-    pe.with_provider(PROVIDER_SM)
+    pe.with_provider(provider)
 }
 
 fn kind_of(e: &ProviderError) -> ErrorKind {
@@ -119,7 +176,7 @@ impl KubeSource for KubeBridge {
     }
 }
 
-/// The `aws` provider, `service: SecretsManager`.
+/// The `aws` provider, `service: SecretsManager` and `service: ParameterStore`.
 #[derive(Debug, Default)]
 pub struct AwsSecretsManagerProvider {
     inner: AwsProvider,
@@ -180,13 +237,10 @@ impl Provider for AwsSecretsManagerProvider {
             ProviderError::invalid("no store type or wrong store type: missing spec.provider.aws")
         })?;
         let spec = AwsProviderSpec::from_json(raw).map_err(to_provider_error)?;
-        if matches!(
-            spec.service.as_str(),
-            "ParameterStore" | "CertificateManager"
-        ) {
+        if spec.service == "CertificateManager" {
             // Valid for ESO, but a service esr does not implement.
             return Err(ProviderError::unsupported(format!(
-                "AWS service {} is not supported by esr (esr supports SecretsManager)",
+                "AWS service {} is not supported by esr (esr supports SecretsManager and ParameterStore)",
                 spec.service
             ))
             .with_provider(PROVIDER_SM));
@@ -252,7 +306,7 @@ impl Provider for AwsSecretsManagerProvider {
         let es_ns = ctx.namespace.filter(|n| !n.is_empty());
         let client = self
             .inner
-            .client(
+            .store_client(
                 raw,
                 retry.as_ref(),
                 &store_info(ctx.store),
@@ -261,7 +315,10 @@ impl Provider for AwsSecretsManagerProvider {
             )
             .await
             .map_err(|e| to_provider_error(e).wrap("unable to create session"))?;
-        Ok(Arc::new(EsrClient(client)))
+        Ok(match client {
+            StoreClient::SecretsManager(c) => Arc::new(EsrClient(c)),
+            StoreClient::ParameterStore(c) => Arc::new(EsrPsClient(c)),
+        })
     }
 }
 
@@ -352,6 +409,104 @@ impl SecretsClient for EsrClient {
             .secret_exists(&r.remote_key)
             .await
             .map_err(|e| keyed(e, &r.remote_key))
+    }
+
+    async fn validate(&self) -> ValidationResult {
+        match self.0.validate().await {
+            Validation::Ready => ValidationResult::Ready,
+            Validation::Unknown => ValidationResult::Unknown,
+            Validation::Error(e) => ValidationResult::Error(e.message),
+        }
+    }
+}
+
+/// [`SecretsClient`] over [`PsClient`] (`service: ParameterStore`).
+pub struct EsrPsClient(pub Arc<PsClient>);
+
+fn ps_keyed(e: AwsError, key: &str) -> ProviderError {
+    to_provider_error_for(e, PROVIDER_PS).with_key(key.to_string())
+}
+
+#[async_trait]
+impl SecretsClient for EsrPsClient {
+    async fn get_secret(&self, r: &SecretRef) -> esr_provider::Result<Vec<u8>> {
+        self.0
+            .get_secret(&remote(r))
+            .await
+            .map_err(|e| ps_keyed(e, &r.key))
+    }
+
+    async fn get_secrets(&self, refs: &[SecretRef]) -> Vec<esr_provider::Result<Vec<u8>>> {
+        let rs: Vec<RemoteRef> = refs.iter().map(remote).collect();
+        self.0
+            .get_secrets(&rs)
+            .await
+            .into_iter()
+            .zip(refs)
+            .map(|(res, r)| res.map_err(|e| ps_keyed(e, &r.key)))
+            .collect()
+    }
+
+    async fn get_secret_map(
+        &self,
+        r: &SecretRef,
+    ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
+        self.0
+            .get_secret_map(&remote(r))
+            .await
+            .map_err(|e| ps_keyed(e, &r.key))
+    }
+
+    async fn get_all_secrets(
+        &self,
+        f: &FindRequest,
+    ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
+        let find = FindRef {
+            name_regexp: f.name_regexp().map(str::to_string),
+            tags: f.tags.clone().unwrap_or_default(),
+            path: f.path().map(str::to_string),
+        };
+        // As ESO's Parameter Store: the parameter names come back as they are (`/a/b`); the
+        // controller applies `conversionStrategy` only when the find has no rewrite.
+        self.0
+            .get_all_secrets(&find)
+            .await
+            .map_err(|e| to_provider_error_for(e, PROVIDER_PS))
+    }
+
+    /// Parameter Store has no properties: `match.remoteRef.property` is ignored (as in ESO).
+    async fn push_secret(&self, req: &PushRequest) -> esr_provider::Result<()> {
+        let whole: BTreeMap<String, Vec<u8>>;
+        let value = match &req.secret_key {
+            Some(_) => PushValue::Key(&req.value),
+            None => {
+                whole = req
+                    .source
+                    .data
+                    .as_ref()
+                    .map(|d| d.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
+                    .unwrap_or_default();
+                PushValue::Whole(&whole)
+            }
+        };
+        self.0
+            .push_secret(req.remote_key(), value, req.metadata.as_ref())
+            .await
+            .map_err(|e| ps_keyed(e, req.remote_key()))
+    }
+
+    async fn delete_secret(&self, r: &PushRemoteRef) -> esr_provider::Result<()> {
+        self.0
+            .delete_secret(&r.remote_key)
+            .await
+            .map_err(|e| ps_keyed(e, &r.remote_key))
+    }
+
+    async fn secret_exists(&self, r: &PushRemoteRef) -> esr_provider::Result<bool> {
+        self.0
+            .secret_exists(&r.remote_key)
+            .await
+            .map_err(|e| ps_keyed(e, &r.remote_key))
     }
 
     async fn validate(&self) -> ValidationResult {

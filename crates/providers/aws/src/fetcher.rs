@@ -1,4 +1,5 @@
-//! Cost control: coalescing and batching of secret reads.
+//! Cost control: coalescing and batching of secret reads, for any AWS service with a batch read
+//! ([`Source`]: Secrets Manager's `BatchGetSecretValue`, Parameter Store's `GetParameters`).
 //!
 //! * **Single-flight + short-lived cache.** Reads are keyed by (secret id, version, value-or-tags).
 //!   Concurrent reads of the same key share one AWS call; the result (a value, or "does not
@@ -6,10 +7,11 @@
 //!   window share it too. The cache lives inside one store client, so the store identity and the
 //!   credentials are implicitly part of the key. Errors other than not-found are never cached.
 //! * **Micro-batching.** Reads of the current version of different secrets that arrive within a
-//!   few milliseconds of each other are sent as one `BatchGetSecretValue` (≤ 20 ids per call).
-//!   Version-pinned reads, which BatchGetSecretValue cannot express, use `GetSecretValue`.
-//!   If the principal is not allowed to call BatchGetSecretValue, the fetcher falls back to
-//!   `GetSecretValue` for good (ESO-era IAM policies keep working).
+//!   few milliseconds of each other are sent as one batch call (`BatchGetSecretValue`, ≤ 20 ids;
+//!   `GetParameters`, ≤ 10 names). Version-pinned and metadata reads use the single-item call
+//!   (`GetSecretValue` / `GetParameter` / `DescribeSecret` / `ListTagsForResource`).
+//!   If the principal is not allowed to call the batch operation, the fetcher falls back to the
+//!   single-item call for good (ESO-era IAM policies keep working).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -17,15 +19,47 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use moka::future::Cache;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::api::{SecretValue, SmApi};
 use crate::error::AwsError;
 use crate::spec::Version;
 
-/// Maximum ids per BatchGetSecretValue call (an AWS limit).
-pub const MAX_BATCH: usize = 20;
+/// An AWS API the [`Fetcher`] reads through: one call per item, and one batch call for the current
+/// version of many items.
+#[async_trait]
+pub trait Source: Send + Sync + 'static {
+    /// What one read returns.
+    type Value: Send + Sync + 'static;
+    /// Maximum ids per batch call (an AWS limit).
+    const MAX_BATCH: usize;
+    /// Read one item: a pinned version, the metadata (tags), or the current value when batching
+    /// is off or not worth it.
+    async fn load_one(&self, key: &FetchKey) -> Result<Self::Value, AwsError>;
+    /// Read the current version of `ids` with one batch call (all pages).
+    async fn load_batch(&self, ids: &[String]) -> Result<Batch<Self::Value>, AwsError>;
+    /// The ids a value answers to (its name, then its ARN).
+    fn ids_of(v: &Self::Value) -> [&str; 2];
+    /// Whether a failed batch call means the principal may not batch at all.
+    fn batch_denied(e: &AwsError) -> bool;
+}
+
+/// Result of one batch read: values found and per-id errors (not-found among them).
+#[derive(Debug)]
+pub struct Batch<V> {
+    pub values: Vec<V>,
+    pub errors: Vec<(String, AwsError)>,
+}
+
+impl<V> Default for Batch<V> {
+    fn default() -> Self {
+        Self {
+            values: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
 
 /// Tunables of the cost-control layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,24 +109,26 @@ impl FetchKey {
 }
 
 /// A cached answer: a value or "does not exist".
-#[derive(Debug, Clone)]
-enum Outcome {
-    Found(Arc<SecretValue>),
+#[derive(Debug)]
+enum Outcome<V> {
+    Found(Arc<V>),
     Missing(String),
 }
 
-type Reply = oneshot::Sender<Result<Arc<Outcome>, AwsError>>;
+type Shared<V> = Arc<Outcome<V>>;
+type Reply<V> = oneshot::Sender<Result<Shared<V>, AwsError>>;
+type Pending<V> = BTreeMap<String, Vec<Reply<V>>>;
 
-struct BatchReq {
+struct BatchReq<V> {
     id: String,
-    reply: Reply,
+    reply: Reply<V>,
 }
 
 /// Coalescing, caching, batching reader for one store client.
-pub struct Fetcher {
-    api: Arc<SmApi>,
-    cache: Option<Cache<FetchKey, Arc<Outcome>>>,
-    batch_tx: Option<mpsc::UnboundedSender<BatchReq>>,
+pub struct Fetcher<S: Source> {
+    api: Arc<S>,
+    cache: Option<Cache<FetchKey, Shared<S::Value>>>,
+    batch_tx: Option<mpsc::UnboundedSender<BatchReq<S::Value>>>,
     batch_disabled: Arc<AtomicBool>,
     known: Option<Known>,
 }
@@ -106,17 +142,28 @@ const KNOWN_FOR: Duration = Duration::from_secs(15 * 60);
 const KNOWN_MAX: usize = 10_000;
 
 /// What the batcher needs besides the API.
-#[derive(Clone)]
-struct BatchCtx {
-    api: Arc<SmApi>,
+struct BatchCtx<S: Source> {
+    api: Arc<S>,
     disabled: Arc<AtomicBool>,
-    cache: Option<Cache<FetchKey, Arc<Outcome>>>,
+    cache: Option<Cache<FetchKey, Shared<S::Value>>>,
     known: Option<Known>,
     /// Ids in batches being sent, so refresh-ahead does not fetch them twice.
     in_flight: Arc<Mutex<HashMap<String, usize>>>,
 }
 
-impl std::fmt::Debug for Fetcher {
+impl<S: Source> Clone for BatchCtx<S> {
+    fn clone(&self) -> Self {
+        Self {
+            api: self.api.clone(),
+            disabled: self.disabled.clone(),
+            cache: self.cache.clone(),
+            known: self.known.clone(),
+            in_flight: self.in_flight.clone(),
+        }
+    }
+}
+
+impl<S: Source> std::fmt::Debug for Fetcher<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fetcher")
             .field("cache", &self.cache.is_some())
@@ -125,7 +172,7 @@ impl std::fmt::Debug for Fetcher {
     }
 }
 
-fn to_outcome(res: Result<SecretValue, AwsError>) -> Result<Arc<Outcome>, AwsError> {
+fn to_outcome<V>(res: Result<V, AwsError>) -> Result<Shared<V>, AwsError> {
     match res {
         Ok(v) => Ok(Arc::new(Outcome::Found(Arc::new(v)))),
         Err(e) if e.is_not_found() => Ok(Arc::new(Outcome::Missing(e.message))),
@@ -133,9 +180,9 @@ fn to_outcome(res: Result<SecretValue, AwsError>) -> Result<Arc<Outcome>, AwsErr
     }
 }
 
-impl Fetcher {
+impl<S: Source> Fetcher<S> {
     /// Must be called inside a Tokio runtime when batching is enabled (it spawns the batcher).
-    pub fn new(api: Arc<SmApi>, opts: &CostOptions) -> Self {
+    pub fn new(api: Arc<S>, opts: &CostOptions) -> Self {
         let cache = (!opts.cache_ttl.is_zero()).then(|| {
             Cache::builder()
                 .max_capacity(opts.cache_capacity)
@@ -165,12 +212,12 @@ impl Fetcher {
         }
     }
 
-    pub fn api(&self) -> &SmApi {
+    pub fn api(&self) -> &S {
         &self.api
     }
 
     /// Read one secret (value or tags).
-    pub async fn fetch(&self, key: &FetchKey) -> Result<Arc<SecretValue>, AwsError> {
+    pub async fn fetch(&self, key: &FetchKey) -> Result<Arc<S::Value>, AwsError> {
         if let Some(known) = &self.known
             && key.version == Version::Current
             && !key.metadata
@@ -196,7 +243,7 @@ impl Fetcher {
     pub async fn fetch_many(
         &self,
         keys: &[FetchKey],
-    ) -> Vec<(FetchKey, Result<Arc<SecretValue>, AwsError>)> {
+    ) -> Vec<(FetchKey, Result<Arc<S::Value>, AwsError>)> {
         let futs = keys
             .iter()
             .map(|k| async move { (k.clone(), self.fetch(k).await) });
@@ -218,36 +265,20 @@ impl Fetcher {
         }
     }
 
-    /// Seed the cache with values obtained otherwise (e.g. by a `find`).
-    pub async fn seed(&self, value: &SecretValue) {
+    /// Seed the cache with a value obtained otherwise (e.g. by a `find`), under its name.
+    pub async fn seed(&self, value: S::Value) {
         if let Some(cache) = &self.cache {
-            let out = Arc::new(Outcome::Found(Arc::new(value.clone())));
+            let name = S::ids_of(&value)[0].to_string();
+            let out = Arc::new(Outcome::Found(Arc::new(value)));
             cache
-                .insert(FetchKey::value(value.name.clone(), Version::Current), out)
+                .insert(FetchKey::value(name, Version::Current), out)
                 .await;
         }
     }
 
-    async fn load(&self, key: FetchKey) -> Result<Arc<Outcome>, AwsError> {
-        if key.metadata {
-            return match self.api.describe(&key.id).await {
-                Ok(d) => {
-                    let json = serde_json::to_string(&d.tags).map_err(|e| {
-                        AwsError::invalid(format!("cannot encode tags of {}: {e}", key.id))
-                    })?;
-                    Ok(Arc::new(Outcome::Found(Arc::new(SecretValue {
-                        name: d.name,
-                        arn: d.arn,
-                        version_id: Some(key.version.label()),
-                        string: Some(json),
-                        binary: None,
-                    }))))
-                }
-                Err(e) if e.is_not_found() => Ok(Arc::new(Outcome::Missing(e.message))),
-                Err(e) => Err(e),
-            };
-        }
-        if key.version == Version::Current
+    async fn load(&self, key: FetchKey) -> Result<Shared<S::Value>, AwsError> {
+        if !key.metadata
+            && key.version == Version::Current
             && !self.batch_disabled.load(Ordering::Relaxed)
             && let Some(tx) = &self.batch_tx
         {
@@ -263,17 +294,21 @@ impl Fetcher {
                 return res;
             }
         }
-        to_outcome(self.api.get_secret_value(&key.id, &key.version).await)
+        to_outcome(self.api.load_one(&key).await)
     }
 }
 
-async fn run_batcher(ctx: BatchCtx, mut rx: mpsc::UnboundedReceiver<BatchReq>, window: Duration) {
+async fn run_batcher<S: Source>(
+    ctx: BatchCtx<S>,
+    mut rx: mpsc::UnboundedReceiver<BatchReq<S::Value>>,
+    window: Duration,
+) {
     while let Some(first) = rx.recv().await {
-        let mut pending: BTreeMap<String, Vec<Reply>> = BTreeMap::new();
+        let mut pending: Pending<S::Value> = BTreeMap::new();
         pending.entry(first.id).or_default().push(first.reply);
         let deadline = tokio::time::Instant::now() + window;
         let mut closed = false;
-        while pending.len() < MAX_BATCH {
+        while pending.len() < S::MAX_BATCH {
             tokio::select! {
                 r = rx.recv() => match r {
                     Some(r) => pending.entry(r.id).or_default().push(r.reply),
@@ -289,18 +324,18 @@ async fn run_batcher(ctx: BatchCtx, mut rx: mpsc::UnboundedReceiver<BatchReq>, w
     }
 }
 
-fn deliver(replies: Vec<Reply>, res: Result<Arc<Outcome>, AwsError>) {
+fn deliver<V>(replies: Vec<Reply<V>>, res: Result<Shared<V>, AwsError>) {
     for r in replies {
         // The caller may have gone away; nothing to do then.
         let _ = r.send(res.clone());
     }
 }
 
-async fn individually(api: Arc<SmApi>, pending: BTreeMap<String, Vec<Reply>>) {
+async fn individually<S: Source>(api: Arc<S>, pending: Pending<S::Value>) {
     let futs = pending.into_iter().map(|(id, replies)| {
         let api = api.clone();
         async move {
-            let res = to_outcome(api.get_secret_value(&id, &Version::Current).await);
+            let res = to_outcome(api.load_one(&FetchKey::value(id, Version::Current)).await);
             deliver(replies, res);
         }
     });
@@ -308,9 +343,9 @@ async fn individually(api: Arc<SmApi>, pending: BTreeMap<String, Vec<Reply>>) {
 }
 
 /// Recently read secrets whose cached value is gone, to fill `room` free slots of a batch.
-async fn refresh_ahead(
-    ctx: &BatchCtx,
-    pending: &BTreeMap<String, Vec<Reply>>,
+async fn refresh_ahead<S: Source>(
+    ctx: &BatchCtx<S>,
+    pending: &Pending<S::Value>,
     room: usize,
 ) -> Vec<String> {
     let (Some(known), Some(cache)) = (&ctx.known, &ctx.cache) else {
@@ -339,11 +374,11 @@ async fn refresh_ahead(
         .collect()
 }
 
-async fn execute_batch(ctx: BatchCtx, pending: BTreeMap<String, Vec<Reply>>) {
+async fn execute_batch<S: Source>(ctx: BatchCtx<S>, pending: Pending<S::Value>) {
     if ctx.disabled.load(Ordering::Relaxed) {
         return individually(ctx.api.clone(), pending).await;
     }
-    let extra = refresh_ahead(&ctx, &pending, MAX_BATCH.saturating_sub(pending.len())).await;
+    let extra = refresh_ahead(&ctx, &pending, S::MAX_BATCH.saturating_sub(pending.len())).await;
     if pending.len() == 1 && extra.is_empty() {
         return individually(ctx.api.clone(), pending).await;
     }
@@ -353,7 +388,7 @@ async fn execute_batch(ctx: BatchCtx, pending: BTreeMap<String, Vec<Reply>>) {
     mark(&ctx, &ids, false);
 }
 
-fn mark(ctx: &BatchCtx, ids: &[String], busy: bool) {
+fn mark<S: Source>(ctx: &BatchCtx<S>, ids: &[String], busy: bool) {
     if let Ok(mut f) = ctx.in_flight.lock() {
         for id in ids {
             if busy {
@@ -368,12 +403,16 @@ fn mark(ctx: &BatchCtx, ids: &[String], busy: bool) {
     }
 }
 
-async fn run_batch(ctx: BatchCtx, mut pending: BTreeMap<String, Vec<Reply>>, extra: Vec<String>) {
+async fn run_batch<S: Source>(
+    ctx: BatchCtx<S>,
+    mut pending: Pending<S::Value>,
+    extra: Vec<String>,
+) {
     let api = ctx.api.clone();
     let mut ids: Vec<String> = pending.keys().cloned().collect();
     ids.extend(extra.iter().cloned());
     let mut extra: BTreeMap<String, ()> = extra.into_iter().map(|id| (id, ())).collect();
-    let store = |id: &str, outcome: Arc<Outcome>| {
+    let store = |id: &str, outcome: Shared<S::Value>| {
         let cache = ctx.cache.clone();
         let key = FetchKey::value(id.to_string(), Version::Current);
         async move {
@@ -382,13 +421,13 @@ async fn run_batch(ctx: BatchCtx, mut pending: BTreeMap<String, Vec<Reply>>, ext
             }
         }
     };
-    match api.batch_get_by_ids(&ids).await {
+    match api.load_batch(&ids).await {
         Ok(batch) => {
             for v in batch.values {
-                let id = [&v.name, &v.arn]
+                let id = S::ids_of(&v)
                     .into_iter()
                     .find(|i| pending.contains_key(*i) || extra.contains_key(*i))
-                    .cloned();
+                    .map(str::to_string);
                 let Some(id) = id else { continue };
                 let outcome = Arc::new(Outcome::Found(Arc::new(v)));
                 if let Some(replies) = pending.remove(&id) {
@@ -416,10 +455,10 @@ async fn run_batch(ctx: BatchCtx, mut pending: BTreeMap<String, Vec<Reply>>, ext
                 individually(api, pending).await;
             }
         }
-        Err(e) if e.message.starts_with("BatchGetSecretValue: AccessDenied") => {
+        Err(e) if S::batch_denied(&e) => {
             tracing::warn!(
                 error = %e.message,
-                "BatchGetSecretValue is not allowed for this principal; falling back to GetSecretValue (grant secretsmanager:BatchGetSecretValue to reduce API calls)"
+                "the batch read is not allowed for this principal; falling back to one call per secret (grant secretsmanager:BatchGetSecretValue or ssm:GetParameters to reduce API calls)"
             );
             ctx.disabled.store(true, Ordering::Relaxed);
             individually(api, pending).await;

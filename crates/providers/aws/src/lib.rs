@@ -1,11 +1,15 @@
-//! esr-provider-aws: the `aws` provider with `service: SecretsManager`, compatible with ESO v2.9,
-//! plus cost control (coalescing, short-lived caching, BatchGetSecretValue batching, throttling
-//! back-off). See docs/providers/aws-secrets-manager.md.
+//! esr-provider-aws: the `aws` provider with `service: SecretsManager` and
+//! `service: ParameterStore`, compatible with ESO v2.9, plus cost control (coalescing, short-lived
+//! caching, BatchGetSecretValue / GetParameters batching, throttling back-off), and the
+//! `ECRAuthorizationToken` and `STSSessionToken` generators. See
+//! docs/providers/aws-secrets-manager.md, docs/providers/aws-parameter-store.md and
+//! docs/generators.md.
 //!
 //! Layers, bottom up:
-//! * [`api`]: the SDK calls, each counted ([`calls`]) and classified ([`error`]);
+//! * [`api`] (Secrets Manager), [`ssm`] (Parameter Store): the SDK calls, each counted
+//!   ([`calls`]) and classified ([`error`]);
 //! * [`fetcher`]: single-flight, TTL cache and micro-batching of reads;
-//! * [`client`]: ESO's `SecretsClient` operations for one store;
+//! * [`client`], [`parameterstore`]: ESO's `SecretsClient` operations for one store;
 //! * [`provider`]: builds and keeps clients per store and credentials ([`auth`]);
 //! * [`esr`]: the `esr_provider::Provider` / `SecretsClient` implementation.
 
@@ -16,15 +20,23 @@ pub mod client;
 pub mod error;
 pub mod esr;
 pub mod fetcher;
+pub mod generators;
+pub mod parameterstore;
 pub mod property;
 pub mod provider;
 pub mod spec;
+pub mod ssm;
 
 pub use auth::{Endpoints, KubeSource, StoreInfo, StoreKind};
-pub use calls::{CallLog, CallObserver, PROVIDER_SM, PROVIDER_STS};
+pub use calls::{CallLog, CallObserver, PROVIDER_PS, PROVIDER_SM, PROVIDER_STS};
 pub use client::{SmClient, Validation};
 pub use error::{AwsError, ErrorKind};
-pub use esr::{AwsSecretsManagerProvider, EsrClient, PROVIDER_KEY};
+pub use esr::{
+    AwsSecretsManagerProvider, ECR_AUTHORIZATION_TOKEN, EsrClient, EsrPsClient, PROVIDER_KEY,
+    STS_SESSION_TOKEN, generate,
+};
 pub use fetcher::CostOptions;
-pub use provider::{AwsProvider, AwsProviderOptions};
+pub use generators::{AwsGenerators, GenerateInput, PROVIDER_ECR};
+pub use parameterstore::{PsClient, PushValue};
+pub use provider::{AwsProvider, AwsProviderOptions, StoreClient};
 pub use spec::{AwsProviderSpec, FindRef, RemoteRef, RetrySettings};

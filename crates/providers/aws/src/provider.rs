@@ -1,4 +1,5 @@
-//! The AWS provider: builds (and keeps) one [`SmClient`] per store, credentials and namespace.
+//! The AWS provider: builds (and keeps) one client per store, credentials and namespace: an
+//! [`SmClient`] for `service: SecretsManager`, a [`PsClient`] for `service: ParameterStore`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,9 @@ use crate::calls::CallLog;
 use crate::client::SmClient;
 use crate::error::AwsError;
 use crate::fetcher::{CostOptions, Fetcher};
+use crate::parameterstore::PsClient;
 use crate::spec::{AwsProviderSpec, RetrySettings};
+use crate::ssm::PsApi;
 
 /// Options of the provider (not of a store).
 #[derive(Debug, Clone, Default)]
@@ -65,10 +68,17 @@ struct ClientKey {
     spec_hash: String,
 }
 
-/// The `aws` provider (`service: SecretsManager`).
+/// The client of one store, by service.
+#[derive(Debug, Clone)]
+pub enum StoreClient {
+    SecretsManager(Arc<SmClient>),
+    ParameterStore(Arc<PsClient>),
+}
+
+/// The `aws` provider (`service: SecretsManager` and `service: ParameterStore`).
 pub struct AwsProvider {
     opts: AwsProviderOptions,
-    clients: Cache<ClientKey, Arc<SmClient>>,
+    clients: Cache<ClientKey, StoreClient>,
 }
 
 impl std::fmt::Debug for AwsProvider {
@@ -107,12 +117,7 @@ impl AwsProvider {
         &self.opts
     }
 
-    /// The client for `store` used from `es_namespace` (None: the store controller validating).
-    /// Clients are reused while the store uid/generation/spec and the resolved credentials stay
-    /// the same, so STS and the caches are not rebuilt per reconcile. ExternalSecrets of different
-    /// namespaces share a client when their credentials resolve identically (the credentials
-    /// identity covers the keys, the role chain and the session tags, which carry the namespace
-    /// under `sessionTagsPolicy`).
+    /// The Secrets Manager client for `store` (see [`AwsProvider::store_client`]).
     pub async fn client(
         &self,
         spec_json: &serde_json::Value,
@@ -121,6 +126,51 @@ impl AwsProvider {
         es_namespace: Option<&str>,
         kube: Arc<dyn KubeSource>,
     ) -> Result<Arc<SmClient>, AwsError> {
+        match self
+            .store_client(spec_json, retry, store, es_namespace, kube)
+            .await?
+        {
+            StoreClient::SecretsManager(c) => Ok(c),
+            StoreClient::ParameterStore(_) => Err(AwsError::invalid(
+                "the store is a ParameterStore store, not a SecretsManager one",
+            )),
+        }
+    }
+
+    /// The Parameter Store client for `store` (see [`AwsProvider::store_client`]).
+    pub async fn ps_client(
+        &self,
+        spec_json: &serde_json::Value,
+        retry: Option<&RetrySettings>,
+        store: &StoreInfo,
+        es_namespace: Option<&str>,
+        kube: Arc<dyn KubeSource>,
+    ) -> Result<Arc<PsClient>, AwsError> {
+        match self
+            .store_client(spec_json, retry, store, es_namespace, kube)
+            .await?
+        {
+            StoreClient::ParameterStore(c) => Ok(c),
+            StoreClient::SecretsManager(_) => Err(AwsError::invalid(
+                "the store is a SecretsManager store, not a ParameterStore one",
+            )),
+        }
+    }
+
+    /// The client for `store` used from `es_namespace` (None: the store controller validating).
+    /// Clients are reused while the store uid/generation/spec and the resolved credentials stay
+    /// the same, so STS and the caches are not rebuilt per reconcile. ExternalSecrets of different
+    /// namespaces share a client when their credentials resolve identically (the credentials
+    /// identity covers the keys, the role chain and the session tags, which carry the namespace
+    /// under `sessionTagsPolicy`).
+    pub async fn store_client(
+        &self,
+        spec_json: &serde_json::Value,
+        retry: Option<&RetrySettings>,
+        store: &StoreInfo,
+        es_namespace: Option<&str>,
+        kube: Arc<dyn KubeSource>,
+    ) -> Result<StoreClient, AwsError> {
         let spec = AwsProviderSpec::from_json(spec_json)?;
         spec.validate()?;
         let retry_cfg = retry_config(retry)?;
@@ -155,6 +205,18 @@ impl AwsProvider {
                     calls: opts.calls.clone(),
                 })
                 .await?;
+                if spec.service == crate::spec::SERVICE_PARAMETER_STORE {
+                    let mut b = aws_sdk_ssm::config::Builder::from(&built.sdk);
+                    if let Some(ep) = &opts.endpoints.parameter_store {
+                        b = b.endpoint_url(ep);
+                    }
+                    let ssm = aws_sdk_ssm::Client::from_conf(b.build());
+                    let api = Arc::new(PsApi::new(ssm, opts.calls.clone()));
+                    let fetcher = Fetcher::new(api, &opts.cost);
+                    return Ok::<_, AwsError>(StoreClient::ParameterStore(Arc::new(
+                        PsClient::new(fetcher, spec.prefix.clone(), referent_unresolved, built.sdk),
+                    )));
+                }
                 let mut b = aws_sdk_secretsmanager::config::Builder::from(&built.sdk);
                 if let Some(ep) = &opts.endpoints.secrets_manager {
                     b = b.endpoint_url(ep);
@@ -162,13 +224,13 @@ impl AwsProvider {
                 let sm = aws_sdk_secretsmanager::Client::from_conf(b.build());
                 let api = Arc::new(SmApi::new(sm, opts.calls.clone()));
                 let fetcher = Fetcher::new(api, &opts.cost);
-                Ok::<_, AwsError>(Arc::new(SmClient::new(
+                Ok::<_, AwsError>(StoreClient::SecretsManager(Arc::new(SmClient::new(
                     fetcher,
                     spec.prefix.clone(),
                     spec.secrets_manager.clone(),
                     referent_unresolved,
                     built.sdk,
-                )))
+                ))))
             })
             .await
             .map_err(|e| (*e).clone())

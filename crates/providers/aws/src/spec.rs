@@ -135,6 +135,11 @@ pub struct RetrySettings {
     pub retry_interval: Option<String>,
 }
 
+/// `service` of a Secrets Manager store.
+pub const SERVICE_SECRETS_MANAGER: &str = "SecretsManager";
+/// `service` of a Parameter Store store.
+pub const SERVICE_PARAMETER_STORE: &str = "ParameterStore";
+
 impl AwsProviderSpec {
     /// Parse `spec.provider.aws` from JSON.
     pub fn from_json(value: &serde_json::Value) -> Result<Self, AwsError> {
@@ -144,9 +149,9 @@ impl AwsProviderSpec {
 
     /// Static checks ESO's `ValidateStore` makes (service, region, delete settings).
     pub fn validate(&self) -> Result<(), AwsError> {
-        if self.service != "SecretsManager" {
+        if self.service != SERVICE_SECRETS_MANAGER && self.service != SERVICE_PARAMETER_STORE {
             return Err(AwsError::invalid(format!(
-                "unknown AWS Provider Service: {} (esr supports SecretsManager)",
+                "unknown AWS Provider Service: {} (esr supports SecretsManager and ParameterStore)",
                 self.service
             )));
         }
@@ -446,6 +451,8 @@ mod tests {
         assert!(s.validate().is_err());
         s.secrets_manager = None;
         s.service = "ParameterStore".into();
+        s.validate().unwrap();
+        s.service = "CertificateManager".into();
         assert!(s.validate().is_err());
     }
 
