@@ -532,15 +532,17 @@ async fn template_store_label_selector_and_metrics_with_kubernetes_provider() {
         "{ps}"
     );
 
-    // pushsecret_* metrics.
+    // pushsecret_* metrics (recorded when the reconcile that wrote the status returns).
     let m = esr.metrics_addr.clone().unwrap();
-    let text = http_get(&m, "/metrics").await;
-    assert!(
+    let text = wait_for("pushsecret Ready=True metric", TIMEOUT, || async {
+        let text = http_get(&m, "/metrics").await;
         text.contains(&format!(
             "pushsecret_status_condition{{name=\"tpl\",namespace=\"{ns}\",condition=\"Ready\",status=\"True\"}} 1"
-        )),
-        "{text}"
-    );
+        ))
+        .then_some(text)
+    })
+    .await
+    .unwrap();
     assert!(
         text.contains(&format!(
             "pushsecret_status_condition{{name=\"tpl\",namespace=\"{ns}\",condition=\"Ready\",status=\"False\"}} 0"

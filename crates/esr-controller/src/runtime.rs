@@ -21,7 +21,9 @@ use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
+use crate::common::generators::Generators;
 use crate::common::refresh;
+use crate::common::rollout::Rollouts;
 use crate::common::storegate::{StoreGate, StoreLimits};
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fairness::FirstSyncs;
@@ -207,6 +209,10 @@ pub struct Context {
     pub store_gate: Arc<StoreGate>,
     /// First syncs ahead of refreshes under overload.
     pub first_syncs: FirstSyncs,
+    /// The generators behind `generatorRef`s.
+    pub generators: Generators,
+    /// Rollout on rotation (the workload cache).
+    pub rollouts: Rollouts,
     /// Event recorder of the ExternalSecret controller.
     pub(crate) es_recorder: Recorder,
     /// Per-ExternalSecret failure backoff.
@@ -358,6 +364,7 @@ impl Runtime {
         kube: Arc<dyn KubeAccess>,
         metrics: Metrics,
         templates: Arc<dyn TemplateEngine>,
+        generators: Generators,
     ) -> Self {
         let (ss_reader, ss_writer) = reflector::store();
         let (css_reader, css_writer) = reflector::store();
@@ -382,6 +389,8 @@ impl Runtime {
             kube,
             metrics,
             templates,
+            generators,
+            rollouts: Rollouts::default(),
             failures: Default::default(),
             managed_secrets: managed_reader,
             written: Mutex::new(HashMap::new()),

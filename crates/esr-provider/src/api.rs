@@ -12,8 +12,7 @@ use crate::error::{ProviderError, Result};
 use crate::provider::{StoreInfo, StoreKind};
 use crate::refs::{CaProviderKind, CaProviderRef, SecretKeyRef};
 use crate::request::{
-    ConversionStrategy, FindName, FindRequest, MetadataPolicy, PushRemoteRef, PushRequest,
-    SecretRef,
+    FindName, FindRequest, MetadataPolicy, PushRemoteRef, PushRequest, SecretRef,
 };
 use crate::store::StoreRef;
 
@@ -31,15 +30,6 @@ impl From<&ExternalSecretDataRemoteRef> for SecretRef {
     }
 }
 
-impl From<Option<esr_api::v1::ConversionStrategy>> for ConversionStrategy {
-    fn from(c: Option<esr_api::v1::ConversionStrategy>) -> Self {
-        match c {
-            Some(esr_api::v1::ConversionStrategy::Unicode) => ConversionStrategy::Unicode,
-            _ => ConversionStrategy::Default,
-        }
-    }
-}
-
 impl From<&ExternalSecretFind> for FindRequest {
     fn from(f: &ExternalSecretFind) -> Self {
         FindRequest {
@@ -48,7 +38,7 @@ impl From<&ExternalSecretFind> for FindRequest {
                 regexp: n.regexp.clone().unwrap_or_default(),
             }),
             tags: f.tags.clone(),
-            conversion_strategy: f.conversion_strategy.into(),
+            conversion_strategy: f.conversion_strategy.unwrap_or_default(),
         }
     }
 }
@@ -170,7 +160,10 @@ mod tests {
         let r = FindRequest::from(&f);
         assert_eq!(r.name_regexp(), Some("^db"));
         assert_eq!(r.tags.as_ref().map(|t| t.len()), Some(1));
-        assert_eq!(r.conversion_strategy, ConversionStrategy::Unicode);
+        assert_eq!(
+            r.conversion_strategy,
+            crate::request::ConversionStrategy::Unicode
+        );
         assert_eq!(r.path(), None);
     }
 

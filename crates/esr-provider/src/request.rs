@@ -37,30 +37,9 @@ impl MetadataPolicy {
     }
 }
 
-/// `conversionStrategy` of a `find` (applied by providers through [`crate::keys::convert_keys`]).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-pub enum ConversionStrategy {
-    /// Replace every character that is not alphanumeric, `-`, `.` or `_` by `_`.
-    #[default]
-    Default,
-    /// Replace such characters by `_U<hex>_`.
-    Unicode,
-}
-
-impl ConversionStrategy {
-    /// Parses the wire value (empty means `Default`).
-    pub fn parse(s: &str) -> Result<Self, ProviderError> {
-        match s {
-            "" | "Default" => Ok(ConversionStrategy::Default),
-            "Unicode" => Ok(ConversionStrategy::Unicode),
-            other => Err(ProviderError::invalid(format!(
-                "unsupported conversionStrategy {other:?}"
-            ))),
-        }
-    }
-}
+/// `conversionStrategy`: the esr-api type (one definition for the CRD, the controller and the
+/// providers).
+pub use esr_api::v1::ConversionStrategy;
 
 /// One remote value to read: ESO's `ExternalSecretDataRemoteRef` minus the parts the controller
 /// handles itself (decodingStrategy, conversionStrategy of `data`, nullBytePolicy).
@@ -388,11 +367,6 @@ mod tests {
         );
         assert_eq!(MetadataPolicy::parse("").ok(), Some(MetadataPolicy::None));
         assert!(MetadataPolicy::parse("x").is_err());
-        assert_eq!(
-            ConversionStrategy::parse("Unicode").ok(),
-            Some(ConversionStrategy::Unicode)
-        );
-        assert!(ConversionStrategy::parse("x").is_err());
         assert_eq!(Capabilities::ReadWrite.as_str(), "ReadWrite");
     }
 }

@@ -1,2 +1,3 @@
-//! The ClusterPushSecret controller.
+//! The ClusterPushSecret controller: the pure plan ([`plan`]) and its executor ([`reconcile`]).
+pub mod plan;
 pub mod reconcile;

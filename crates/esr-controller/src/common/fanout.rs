@@ -1,10 +1,129 @@
-//! Metadata shared by the fan-out controllers (ClusterExternalSecret → ExternalSecrets,
-//! ClusterPushSecret → PushSecrets): the children they create carry the parent's metadata and a
-//! controller owner reference, and an existing child is taken over the same way.
+//! The fan-out controllers (ClusterExternalSecret → one ExternalSecret per selected namespace,
+//! ClusterPushSecret → one PushSecret per selected namespace) share one runner: [`run`] watches the
+//! parents, their children and the shared Namespace cache, and calls the kind's
+//! [`FanOut::reconcile`] through [`reconcile`], which reports to the [`Observe`] hook and resets
+//! the retry backoff on success ([`error_policy`] grows it on failure).
+//!
+//! The children a parent creates carry the parent's labels/annotations and a controller owner
+//! reference ([`child_meta`]); an existing child is taken over the same way ([`take_over_meta`]).
+//! A child the parent does not own is never touched. Once every owned child was applied for a
+//! generation ([`Applied`]), later reconciles compare ([`json_contained`]) instead of replacing
+//! each child: a replace from a cache that lags the child controller's own writes would conflict,
+//! and retrying would keep conflicting.
+//!
+//! `refreshTime` (both kinds) defaults to 1h; `0s` turns the periodic requeue off.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tracing::{debug, info, warn};
+
+use crate::common::namespaces::namespace_changes;
+use crate::common::observe::{Observation, Observe, changes, meta_hash, observe_deletions};
+use crate::common::refresh::Backoffs;
+
+/// Requeue interval when `refreshTime` is unset.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(3600);
+
+/// A `refreshTime` value (default 1h when unset or invalid); `None` for `0s`.
+pub fn refresh_from(refresh_time: Option<&str>) -> Option<Duration> {
+    match refresh_time.filter(|s| !s.is_empty()) {
+        None => Some(DEFAULT_REFRESH),
+        Some(s) => match esr_api::duration::parse(s).ok().and_then(|d| d.to_std()) {
+            Some(d) if d.is_zero() => None,
+            Some(d) => Some(d),
+            None => Some(DEFAULT_REFRESH),
+        },
+    }
+}
+
+/// The requeue after a completed reconcile: the refresh interval, or none.
+pub fn refresh_action(interval: Option<Duration>) -> Action {
+    match interval {
+        Some(d) => Action::requeue(d),
+        None => Action::await_change(),
+    }
+}
+
+/// An existing child relevant to a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildRef {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Controlled by the parent being planned.
+    pub owned: bool,
+}
+
+/// Whether every failure of a fan-out reconcile is a foreign child (`already_exists`, which no
+/// retry fixes), i.e. every child the parent owns was applied.
+pub fn only_foreign_failures(failed: &[(String, String)], already_exists: &str) -> bool {
+    failed.iter().all(|(_, r)| r == already_exists)
+}
+
+/// `want` is contained in `have` (objects: every key of `want` present and contained; arrays:
+/// same length, elementwise contained; scalars equal). API-server defaults only add fields, so a
+/// created object contains what was sent.
+pub fn json_contained(want: &serde_json::Value, have: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w
+            .iter()
+            .all(|(k, v)| v.is_null() || h.get(k).is_some_and(|hv| json_contained(v, hv))),
+        (Value::Array(w), Value::Array(h)) => {
+            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| json_contained(a, b))
+        }
+        _ => want == have,
+    }
+}
+
+/// Whether a child already carries the labels, annotations and spec its parent wants (the spec
+/// compared with [`json_contained`]).
+pub fn child_matches<S: serde::Serialize>(
+    existing: &ObjectMeta,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+    want_spec: &S,
+    have_spec: &S,
+) -> bool {
+    if existing.labels.clone().unwrap_or_default() != *labels
+        || existing.annotations.clone().unwrap_or_default() != *annotations
+    {
+        return false;
+    }
+    match (
+        serde_json::to_value(want_spec),
+        serde_json::to_value(have_spec),
+    ) {
+        (Ok(w), Ok(h)) => json_contained(&w, &h),
+        _ => false,
+    }
+}
+
+/// The controller owner reference a parent puts on its children.
+pub fn controller_ref<K: Resource>(api_version: &str, kind: &str, parent: &K) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        name: parent.meta().name.clone().unwrap_or_default(),
+        uid: parent.meta().uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
 
 /// Metadata of a new child `namespace/name`.
 pub(crate) fn child_meta(
@@ -45,6 +164,306 @@ pub(crate) fn take_over_meta(
     refs.push(owner);
     meta.owner_references = Some(refs);
     meta.managed_fields = None;
+}
+
+/// Parent uid → generation of the last reconcile where every owned child was applied.
+#[derive(Debug, Default)]
+pub struct Applied(Mutex<HashMap<String, i64>>);
+
+impl Applied {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether every child was applied for this generation (children are then compared, not
+    /// replaced).
+    pub fn checked(&self, uid: &str, generation: i64) -> bool {
+        self.map().get(uid) == Some(&generation)
+    }
+
+    /// Records that every child was applied for `generation`.
+    pub fn record(&self, uid: &str, generation: i64) {
+        self.map().insert(uid.to_string(), generation);
+    }
+
+    /// Forgets a parent (it is being deleted).
+    pub fn forget(&self, uid: &str) {
+        self.map().remove(uid);
+    }
+}
+
+/// Whether a kube error is an API status with this code.
+pub(crate) fn is_status(e: &kube::Error, code: u16) -> bool {
+    esr_provider::error::kube_status_code(e) == Some(code)
+}
+
+/// Deletes a child in the background; a child already gone is no error.
+pub(crate) async fn delete_child<K>(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_status(&e, 404) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Merge-patches a parent's status; `failedNamespaces` and `provisionedNamespaces` absent from
+/// `status` are cleared (a merge patch keeps what it does not name).
+pub(crate) async fn patch_fanout_status<K, S>(
+    api: &Api<K>,
+    name: &str,
+    status: &S,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    S: serde::Serialize,
+{
+    let mut body = serde_json::to_value(status).unwrap_or_default();
+    if let Some(o) = body.as_object_mut() {
+        o.entry("failedNamespaces")
+            .or_insert(serde_json::Value::Null);
+        o.entry("provisionedNamespaces")
+            .or_insert(serde_json::Value::Null);
+    }
+    let patch = serde_json::json!({ "status": body });
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+}
+
+/// What a kind's reconcile ended with.
+#[derive(Debug, Clone)]
+pub struct Reconciled {
+    /// When to look again.
+    pub action: Action,
+    /// The Ready condition it set (`None` when it set none).
+    pub ready: Option<bool>,
+}
+
+/// A fan-out kind: the parent, its children and the reconcile of one parent.
+pub trait FanOut: Sized + Send + Sync + 'static {
+    /// The cluster-scoped parent (ClusterExternalSecret, ClusterPushSecret).
+    type Parent: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+    /// The namespaced child (ExternalSecret, PushSecret).
+    type Child: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+    /// Reconcile error (retried with backoff).
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// The parent's kind, for logs.
+    const KIND: &'static str;
+
+    /// Parents (from the cache) a namespace change concerns.
+    fn parents_for_namespace(
+        parents: &Store<Self::Parent>,
+        ns: &Namespace,
+    ) -> Vec<ObjectRef<Self::Parent>>;
+
+    /// Parents (from the cache) a child change concerns.
+    fn parents_for_child(
+        parents: &Store<Self::Parent>,
+        child: &Self::Child,
+    ) -> Vec<ObjectRef<Self::Parent>>;
+
+    /// Reconciles one parent (live or being deleted).
+    fn reconcile(
+        parent: &Self::Parent,
+        ctx: &FanOutContext<Self>,
+    ) -> impl Future<Output = Result<Reconciled, Self::Error>> + Send;
+
+    /// The Ready condition written before this error (`None` when unknown).
+    fn ready_on_error(err: &Self::Error) -> Option<bool>;
+}
+
+/// Reconciler state of a fan-out kind.
+pub struct FanOutContext<F: FanOut> {
+    /// Kubernetes client.
+    pub client: Client,
+    /// The parents cache (the controller's own).
+    pub parents: Store<F::Parent>,
+    /// The shared Namespace cache.
+    pub namespaces: Store<Namespace>,
+    /// The children cache.
+    pub children: Store<F::Child>,
+    /// Per-kind state.
+    pub kind: F,
+    /// Which parents had every child applied, per generation.
+    pub applied: Applied,
+    observe: Option<Observe>,
+    /// Serialises the [`Observe`] hook calls of reconciles with those of watch deletions.
+    observing: Arc<Mutex<()>>,
+    failures: Backoffs<String>,
+}
+
+impl<F: FanOut> FanOutContext<F> {
+    /// A context over these caches.
+    pub fn new(
+        client: Client,
+        parents: Store<F::Parent>,
+        namespaces: Store<Namespace>,
+        children: Store<F::Child>,
+        kind: F,
+        observe: Option<Observe>,
+    ) -> Self {
+        FanOutContext {
+            client,
+            parents,
+            namespaces,
+            children,
+            kind,
+            applied: Applied::default(),
+            observe,
+            observing: Arc::default(),
+            failures: Backoffs::default(),
+        }
+    }
+
+    /// The hook for the parent watch's deletions, serialised with the reconciles' reports (see
+    /// [`reconcile`]).
+    fn deletion_hook(&self) -> Option<Observe> {
+        let hook = self.observe.clone()?;
+        let gate = self.observing.clone();
+        Some(Arc::new(move |name: &str, obs: Observation| {
+            let _g = gate.lock().unwrap_or_else(|p| p.into_inner());
+            hook(name, obs)
+        }))
+    }
+}
+
+/// Reconciles one parent: the kind's reconcile, then the [`Observe`] hook and the backoff reset.
+///
+/// A parent being deleted, or gone from the cache by the time its reconcile ends, reports
+/// [`Observation::Deleted`]: its watch deletion may arrive first, and a report of a reconcile that
+/// was still running when the parent was deleted would otherwise bring back the series the
+/// deletion removed. The cache is updated before the watch deletion is reported, and both reports
+/// take the same lock, so the last report of a deleted parent is always `Deleted`.
+pub async fn reconcile<F: FanOut>(
+    parent: Arc<F::Parent>,
+    ctx: Arc<FanOutContext<F>>,
+) -> Result<Action, F::Error> {
+    let started = Instant::now();
+    let name = parent.name_any();
+    let deleting = parent.meta().deletion_timestamp.is_some();
+    let res = F::reconcile(&parent, &ctx).await;
+    if deleting {
+        ctx.applied.forget(&parent.uid().unwrap_or_default());
+    }
+    if let Some(hook) = &ctx.observe {
+        let _g = ctx.observing.lock().unwrap_or_else(|p| p.into_inner());
+        let gone = ctx
+            .parents
+            .get(&ObjectRef::from_obj(&*parent))
+            .is_none_or(|p| p.uid() != parent.uid());
+        let obs = if deleting || gone {
+            Observation::Deleted
+        } else {
+            Observation::Reconciled {
+                took: started.elapsed(),
+                ready: match &res {
+                    Ok(r) => r.ready,
+                    Err(e) => F::ready_on_error(e),
+                },
+            }
+        };
+        hook(&name, obs);
+    }
+    let r = res?;
+    ctx.failures.reset(&name);
+    Ok(r.action)
+}
+
+/// Retries a failed parent with a growing backoff.
+pub fn error_policy<F: FanOut>(
+    parent: Arc<F::Parent>,
+    err: &F::Error,
+    ctx: Arc<FanOutContext<F>>,
+) -> Action {
+    let delay = ctx.failures.failed(parent.name_any());
+    warn!(name = %parent.name_any(), error = %err, retry_in = ?delay, "{} reconcile failed", F::KIND);
+    Action::requeue(delay)
+}
+
+/// Runs a fan-out controller until `shutdown` resolves. `namespaces` is a subscription to the
+/// shared [`NamespaceFeed`](crate::common::namespaces::NamespaceFeed) (whose cache is read through
+/// the handle).
+pub async fn run<F: FanOut>(
+    client: Client,
+    concurrency: u16,
+    observe: Option<Observe>,
+    namespaces: ReflectHandle<Namespace>,
+    kind: F,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let ns_reader = namespaces.reader();
+    let (child_reader, child_writer) = reflector::store();
+    let (parent_reader, parent_writer) = reflector::store();
+    let child_api: Api<F::Child> = Api::all(client.clone());
+    let parent_api: Api<F::Parent> = Api::all(client.clone());
+
+    let ctx = Arc::new(FanOutContext::new(
+        client.clone(),
+        parent_reader.clone(),
+        ns_reader,
+        child_reader,
+        kind,
+        observe,
+    ));
+    let ns_stream = namespace_changes(namespaces);
+    let child_stream = changes(
+        reflector::reflector(child_writer, watcher(child_api, watcher::Config::default()))
+            .default_backoff(),
+        meta_hash::<F::Child>,
+    );
+    let parent_stream = changes(
+        observe_deletions(
+            reflector::reflector(
+                parent_writer,
+                watcher(parent_api, watcher::Config::default()),
+            )
+            .default_backoff(),
+            ctx.deletion_hook(),
+        ),
+        meta_hash::<F::Parent>,
+    );
+    let r1 = parent_reader.clone();
+    let r2 = parent_reader.clone();
+    info!("{} controller starting", F::KIND);
+    Controller::for_stream(parent_stream, parent_reader)
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        .watches_shared_stream(ns_stream, move |ns: Arc<Namespace>| {
+            F::parents_for_namespace(&r1, &ns)
+        })
+        .watches_stream(child_stream, move |c: F::Child| {
+            F::parents_for_child(&r2, &c)
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::<F>, error_policy::<F>, ctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                debug!(error = %e, "{} controller event", F::KIND);
+            }
+        })
+        .await;
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! ExternalSecret (so on each refresh), and its output replaces the previous value.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use esr_api::generators::{
@@ -299,8 +299,6 @@ pub struct Generators {
     plugins: HashMap<String, Arc<dyn Generator>>,
 }
 
-static DEFAULT: OnceLock<Generators> = OnceLock::new();
-
 impl Generators {
     /// Built-in kinds only.
     pub fn new(client: Client) -> Self {
@@ -316,16 +314,6 @@ impl Generators {
     pub fn with(mut self, kind: &str, g: Arc<dyn Generator>) -> Self {
         self.plugins.insert(kind.to_string(), g);
         self
-    }
-
-    /// Installs the process-wide registry used by the ExternalSecret pipeline (first call wins).
-    pub fn install(self) {
-        let _ = DEFAULT.set(self);
-    }
-
-    /// The installed registry.
-    pub fn installed() -> Option<&'static Generators> {
-        DEFAULT.get()
     }
 
     async fn plugin_spec(
@@ -430,18 +418,6 @@ impl Generators {
                 }
             }
         }
-    }
-}
-
-/// Runs a generatorRef through the installed registry.
-pub async fn generate(
-    r: &GeneratorRef,
-    namespace: &str,
-    consumer: &str,
-) -> Result<Generated, GeneratorError> {
-    match Generators::installed() {
-        Some(g) => g.generate(r, namespace, consumer).await,
-        None => Err(GeneratorError::NotInstalled),
     }
 }
 

@@ -1,7 +1,9 @@
 //! Pieces shared by the controllers.
 pub mod events;
-pub(crate) mod fanout;
+pub mod fanout;
 pub mod generators;
+pub mod namespaces;
+pub mod observe;
 pub mod ratelimit;
 pub mod refresh;
 pub mod rollout;

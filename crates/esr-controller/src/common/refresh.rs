@@ -42,7 +42,7 @@ impl Schedule {
     pub fn parse(spec: &str) -> Option<Schedule> {
         let spec = spec.trim();
         if let Some(rest) = spec.strip_prefix("@every ") {
-            let d = parse_go_duration(rest.trim())?;
+            let d = esr_api::duration::parse(rest.trim()).ok()?.to_std()?;
             if d < Duration::from_secs(1) {
                 return None;
             }
@@ -282,50 +282,6 @@ impl<K: std::hash::Hash + Eq> Backoffs<K> {
     pub fn reset(&self, key: &K) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
-}
-
-/// Parses a Go `time.ParseDuration` string (`1h0m0s`, `90s`, `1.5h`, `300ms`, `0`).
-/// Negative durations come back as `None`.
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let mut total = 0f64;
-    let mut rest = s;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_end == 0 {
-            return None;
-        }
-        let value: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        rest = &rest[unit_end..];
-        let nanos = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += value * nanos;
-    }
-    Some(Duration::from_nanos(total.round() as u64))
 }
 
 #[cfg(test)]

@@ -226,6 +226,7 @@ fn backoff_doubles_to_seven_minutes() {
 
 #[test]
 fn go_durations() {
+    let parse_go_duration = |s: &str| esr_api::duration::parse(s).ok().and_then(|d| d.to_std());
     assert_eq!(parse_go_duration("1h0m0s"), Some(Duration::from_secs(3600)));
     assert_eq!(parse_go_duration("0s"), Some(Duration::ZERO));
     assert_eq!(parse_go_duration("0"), Some(Duration::ZERO));

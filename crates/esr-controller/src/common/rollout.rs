@@ -376,23 +376,35 @@ where
     n
 }
 
-static SHARED: OnceLock<WorkloadCache> = OnceLock::new();
+/// The controller's [`WorkloadCache`], started once: by [`Rollouts::start`] at startup with esr's
+/// `--namespace` scope, or cluster-wide by the first Secret write. It lives in the
+/// [`Context`](crate::runtime::Context).
+#[derive(Default)]
+pub struct Rollouts(OnceLock<WorkloadCache>);
 
-/// Start the process-wide [`WorkloadCache`] (idempotent: the first call wins). Call it once at
-/// startup with esr's `--namespace` scope (`None` = cluster-wide) when rollout on rotation is
-/// enabled; otherwise [`on_secret_changed`] starts a cluster-wide one on the first Secret write.
-pub fn start_shared(client: &Client, namespace: Option<&str>) -> &'static WorkloadCache {
-    SHARED.get_or_init(|| WorkloadCache::start(client.clone(), namespace))
-}
+impl Rollouts {
+    /// Starts the cache (idempotent: the first call wins) with esr's `--namespace` scope
+    /// (`None` = cluster-wide).
+    pub fn start(&self, client: &Client, namespace: Option<&str>) -> &WorkloadCache {
+        self.0
+            .get_or_init(|| WorkloadCache::start(client.clone(), namespace))
+    }
 
-/// Called after esr wrote `secret` in `ns` with this data hash: patches the pod template of every
-/// opted-in workload whose recorded hash differs, using the process-wide [`WorkloadCache`]
-/// (started here on first use unless [`start_shared`] was called). Returns how many workloads
-/// were patched. Errors are logged, never fail the ExternalSecret.
-pub async fn on_secret_changed(client: &Client, ns: &str, secret: &str, data_hash: &str) -> usize {
-    start_shared(client, None)
-        .on_secret_changed(ns, secret, data_hash)
-        .await
+    /// Called after esr wrote `secret` in `ns` with this data hash: patches the pod template of
+    /// every opted-in workload whose recorded hash differs (the cache is started cluster-wide on
+    /// first use unless [`Rollouts::start`] was called). Returns how many workloads were
+    /// patched. Errors are logged, never fail the ExternalSecret.
+    pub async fn on_secret_changed(
+        &self,
+        client: &Client,
+        ns: &str,
+        secret: &str,
+        data_hash: &str,
+    ) -> usize {
+        self.start(client, None)
+            .on_secret_changed(ns, secret, data_hash)
+            .await
+    }
 }
 
 #[cfg(test)]

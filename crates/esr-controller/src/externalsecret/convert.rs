@@ -5,23 +5,16 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use esr_api::v1::{
-    ConversionStrategy as ApiConversion, CreationPolicy as ApiCreation,
-    DecodingStrategy as ApiDecoding, DeletionPolicy as ApiDeletion, ExternalSecret,
-    ExternalSecretRewrite, MergeConflictPolicy, MergePriorityPolicy,
-    MergeStrategy as ApiMergeStrategy, NullBytePolicy as ApiNullByte, RefreshPolicy as ApiRefresh,
-    SyncWindowKind, TemplateMergePolicy,
+    ExternalSecret, ExternalSecretRewrite, RefreshPolicy as ApiRefresh, SyncWindowKind,
+    TemplateMergePolicy,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use crate::common::refresh::{RefreshPolicy, SyncWindow, SyncWindows, WindowKind};
-use crate::externalsecret::pipeline::{
-    ConflictPolicy, ConversionStrategy, DecodingStrategy, MergeStrategy, NullBytePolicy,
-    PriorityPolicy, Rewrite,
-};
+use crate::externalsecret::pipeline::Rewrite;
 use crate::externalsecret::plan::{
-    Condition, CreationPolicy, DeletionPolicy, EsStatus, EsView, FINALIZER, ManifestView,
-    TemplateView,
+    Condition, EsStatus, EsView, FINALIZER, ManifestView, TemplateView,
 };
 
 /// The default `refreshInterval` (CRD default and ESO's fallback).
@@ -52,32 +45,6 @@ pub fn go_duration(s: &str) -> Duration {
         .unwrap_or(Duration::ZERO)
 }
 
-/// `conversionStrategy`.
-pub fn conversion(c: Option<ApiConversion>) -> ConversionStrategy {
-    match c {
-        Some(ApiConversion::Unicode) => ConversionStrategy::Unicode,
-        _ => ConversionStrategy::Default,
-    }
-}
-
-/// `decodingStrategy`.
-pub fn decoding(d: Option<ApiDecoding>) -> DecodingStrategy {
-    match d {
-        Some(ApiDecoding::Auto) => DecodingStrategy::Auto,
-        Some(ApiDecoding::Base64) => DecodingStrategy::Base64,
-        Some(ApiDecoding::Base64Url) => DecodingStrategy::Base64Url,
-        _ => DecodingStrategy::None,
-    }
-}
-
-/// `nullBytePolicy`.
-pub fn null_bytes(n: Option<ApiNullByte>) -> NullBytePolicy {
-    match n {
-        Some(ApiNullByte::Fail) => NullBytePolicy::Fail,
-        _ => NullBytePolicy::Ignore,
-    }
-}
-
 /// `dataFrom[].rewrite[]`.
 pub fn rewrites(r: Option<&Vec<ExternalSecretRewrite>>) -> Vec<Rewrite> {
     let mut out = Vec::new();
@@ -86,18 +53,9 @@ pub fn rewrites(r: Option<&Vec<ExternalSecretRewrite>>) -> Vec<Rewrite> {
             out.push(Rewrite::Merge {
                 into: m.into.clone().unwrap_or_default(),
                 priority: m.priority.clone().unwrap_or_default(),
-                priority_policy: match m.priority_policy {
-                    Some(MergePriorityPolicy::IgnoreNotFound) => PriorityPolicy::IgnoreNotFound,
-                    _ => PriorityPolicy::Strict,
-                },
-                conflict_policy: match m.conflict_policy {
-                    Some(MergeConflictPolicy::Ignore) => ConflictPolicy::Ignore,
-                    _ => ConflictPolicy::Error,
-                },
-                strategy: match m.strategy {
-                    Some(ApiMergeStrategy::Json) => MergeStrategy::Json,
-                    _ => MergeStrategy::Extract,
-                },
+                priority_policy: m.priority_policy.unwrap_or_default(),
+                conflict_policy: m.conflict_policy.unwrap_or_default(),
+                strategy: m.strategy.unwrap_or_default(),
             });
         } else if let Some(re) = &op.regexp {
             out.push(Rewrite::Regexp {
@@ -216,18 +174,8 @@ pub fn es_view(es: &ExternalSecret, observed_generation: Option<i64>) -> EsView 
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or(name),
-        creation: match target.creation_policy {
-            Some(ApiCreation::Orphan) => CreationPolicy::Orphan,
-            Some(ApiCreation::Merge) => CreationPolicy::Merge,
-            Some(ApiCreation::None) => CreationPolicy::None,
-            Some(ApiCreation::CreateOrMerge) => CreationPolicy::CreateOrMerge,
-            _ => CreationPolicy::Owner,
-        },
-        deletion: match target.deletion_policy {
-            Some(ApiDeletion::Delete) => DeletionPolicy::Delete,
-            Some(ApiDeletion::Merge) => DeletionPolicy::Merge,
-            _ => DeletionPolicy::Retain,
-        },
+        creation: target.creation_policy.unwrap_or_default(),
+        deletion: target.deletion_policy.unwrap_or_default(),
         immutable: target.immutable.unwrap_or(false),
         manifest: target.manifest.as_ref().map(|m| ManifestView {
             api_version: m.api_version.clone(),
@@ -271,6 +219,7 @@ pub fn labels_of(m: &Option<BTreeMap<String, String>>) -> BTreeMap<String, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::externalsecret::plan::{CreationPolicy, DeletionPolicy};
 
     fn es(yaml: &str) -> ExternalSecret {
         serde_yaml_ng::from_str(yaml).unwrap()

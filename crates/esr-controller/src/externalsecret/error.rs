@@ -42,8 +42,8 @@ pub enum SyncError {
     Conversion {
         /// `Default` or `Unicode`.
         strategy: &'static str,
-        /// The failure.
-        source: PipelineError,
+        /// The failure (a key collision).
+        source: ProviderError,
     },
     /// A key is not a valid Secret key.
     #[error("invalid secret keys (TIP: use rewrite or conversionStrategy to change keys): {0}")]

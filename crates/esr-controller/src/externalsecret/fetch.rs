@@ -20,8 +20,9 @@ use esr_provider::{
 };
 use kube::ResourceExt;
 
+use crate::common::generators::{Generated, GeneratorError, Generators, es_consumer};
 use crate::common::storegate::StoreGate;
-use crate::externalsecret::convert::{conversion, decoding, null_bytes, rewrites};
+use crate::externalsecret::convert::rewrites;
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::pipeline::{
     Assembled, DataFromKind, DataFromOptions, DataFromResult, DataResult, EntryResult,
@@ -44,6 +45,8 @@ pub struct FetchEnv<'a> {
     pub transformer: &'a dyn KeyTransformer,
     /// Per-store bounds of the provider calls (the controller's; `None`: unbounded).
     pub gate: Option<Arc<StoreGate>>,
+    /// The generators behind `generatorRef`s (`None`: generators are not available).
+    pub generators: Option<&'a Generators>,
 }
 
 /// The result of fetching.
@@ -161,6 +164,18 @@ fn entry<T>(r: Result<T, ProviderError>) -> EntryResult<T> {
     }
 }
 
+async fn generate(
+    generators: Option<&Generators>,
+    r: &esr_api::v1::GeneratorRef,
+    namespace: &str,
+    consumer: &str,
+) -> Result<Generated, GeneratorError> {
+    match generators {
+        Some(g) => g.generate(r, namespace, consumer).await,
+        None => Err(GeneratorError::NotInstalled),
+    }
+}
+
 /// Fetches and assembles the provider data of an ExternalSecret.
 pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
     let namespace = es.namespace().unwrap_or_default();
@@ -201,10 +216,11 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                 .as_ref()
                 .and_then(|s| s.generator_ref.as_ref())
             {
-                Some(g) => match crate::common::generators::generate(
+                Some(g) => match generate(
+                    env.generators,
                     g,
                     &namespace,
-                    &crate::common::generators::es_consumer(&namespace, &es.name_any(), index),
+                    &es_consumer(&namespace, &es.name_any(), index),
                 )
                 .await
                 {
@@ -232,9 +248,9 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
         let (kind, res) = if let Some(ex) = &df.extract {
             let opts = DataFromOptions {
                 rewrite: rewrites(df.rewrite.as_ref()),
-                conversion: conversion(ex.conversion_strategy),
-                decoding: decoding(ex.decoding_strategy),
-                null_bytes: null_bytes(ex.null_byte_policy),
+                conversion: ex.conversion_strategy.unwrap_or_default(),
+                decoding: ex.decoding_strategy.unwrap_or_default(),
+                null_bytes: ex.null_byte_policy.unwrap_or_default(),
             };
             let r = match clients.get(&sref).await {
                 Err(e) => EntryResult::Err(e),
@@ -250,9 +266,9 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
         } else if let Some(find) = &df.find {
             let opts = DataFromOptions {
                 rewrite: rewrites(df.rewrite.as_ref()),
-                conversion: conversion(find.conversion_strategy),
-                decoding: decoding(find.decoding_strategy),
-                null_bytes: null_bytes(find.null_byte_policy),
+                conversion: find.conversion_strategy.unwrap_or_default(),
+                decoding: find.decoding_strategy.unwrap_or_default(),
+                null_bytes: find.null_byte_policy.unwrap_or_default(),
             };
             let req = FindRequest {
                 path: find.path.clone().filter(|p| !p.is_empty()),
@@ -262,12 +278,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                     .and_then(|n| n.regexp.clone())
                     .map(|regexp| FindName { regexp }),
                 tags: find.tags.clone(),
-                conversion_strategy: match find.conversion_strategy {
-                    Some(esr_api::v1::ConversionStrategy::Unicode) => {
-                        esr_provider::ConversionStrategy::Unicode
-                    }
-                    _ => esr_provider::ConversionStrategy::Default,
-                },
+                conversion_strategy: find.conversion_strategy.unwrap_or_default(),
             };
             let r = match clients.get(&sref).await {
                 Err(e) => EntryResult::Err(e),
@@ -324,8 +335,8 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                 Some(r) => match entry(r) {
                     EntryResult::Ok(v) => match process_data_value(
                         &d.secret_key,
-                        decoding(d.remote_ref.decoding_strategy),
-                        null_bytes(d.remote_ref.null_byte_policy),
+                        d.remote_ref.decoding_strategy.unwrap_or_default(),
+                        d.remote_ref.null_byte_policy.unwrap_or_default(),
                         v,
                     ) {
                         Ok(v) => EntryResult::Ok(v),
@@ -461,6 +472,7 @@ mod tests {
             resolve: ResolveOptions::default(),
             transformer: &Ident,
             gate: None,
+            generators: None,
         };
         let out = fetch(&env, e).await;
         let calls = counting.calls.lock().unwrap().clone();

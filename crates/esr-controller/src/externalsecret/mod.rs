@@ -3,9 +3,11 @@ pub mod convert;
 pub mod error;
 pub mod fairness;
 pub mod fetch;
-pub mod hash;
 pub mod offload;
 pub mod pipeline;
 pub mod plan;
 pub mod reconcile;
 pub mod template;
+
+/// The ESO hashes (data hash, created-by label, synced resourceVersion, field manager).
+pub use esr_api::hash;

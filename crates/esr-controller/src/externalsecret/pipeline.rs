@@ -1,8 +1,26 @@
-//! The data pipeline of an ExternalSecret, as pure functions (eso-inventory §5.5).
+//! The data pipeline of an ExternalSecret, as pure functions.
 //!
 //! Provider results come in as maps of key → bytes; this module converts and validates keys,
 //! decodes values, checks for NUL bytes, applies the `rewrite` chain and assembles the final
-//! data map from `dataFrom[]` and `data[]` in ESO's order, with ESO's error texts.
+//! data map from `dataFrom[]` and `data[]` in ESO's order, with ESO's error texts:
+//!
+//! - `dataFrom[i]`, in order: `find` (all matching secrets) and `extract` (one secret as a map)
+//!   go through rewrite (or ConvertKeys when there is no rewrite) → ValidateKeys → decoding →
+//!   NUL-byte check; a `generatorRef` through rewrite → ValidateKeys only. Later entries overwrite
+//!   earlier keys. Errors read `error processing spec.dataFrom[i].{find|extract|sourceRef.generatorRef}, err: …`.
+//! - `data[i]`: one value → decoding → NUL-byte check, stored under `secretKey` (overriding
+//!   `dataFrom`). Errors read `error processing spec.data[i] (key: k), err: …`.
+//! - A missing remote secret is skipped (with a `MissingProviderSecret` event) unless
+//!   `deletionPolicy=Retain`, where it is an error.
+//! - ConvertKeys turns characters other than letters, digits, `-`, `.` and `_` into `_`
+//!   (`Default`) or `_U%04x_` (`Unicode`); a collision is an error. ValidateKeys drops empty keys
+//!   and rejects keys over 253 characters or with other characters, hinting `(TIP: use rewrite or
+//!   conversionStrategy to change keys)`.
+//! - Decoding: `Base64` is Go's padded standard encoding, `Base64URL` the padded URL encoding,
+//!   `Auto` tries both and keeps the raw value otherwise, `None` keeps it.
+//! - Rewrite merge parses every value as a JSON object; keys are sorted, the priority keys moved
+//!   last in their order; a duplicate key is a conflict (unless ignored). `Extract` outputs the
+//!   merged keys, `JSON` writes the merged object under `into` and keeps the input keys.
 
 use std::collections::BTreeMap;
 
@@ -13,80 +31,21 @@ use crate::externalsecret::error::SyncError;
 /// Secret data: key → raw bytes, sorted by key.
 pub type DataMap = BTreeMap<String, Vec<u8>>;
 
-/// `conversionStrategy` of `dataFrom[].extract` / `find`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConversionStrategy {
-    /// Replace invalid characters with `_` (also the meaning of an empty value).
-    #[default]
-    Default,
-    /// Replace invalid characters with `_U%04x_`.
-    Unicode,
-}
+pub use esr_api::v1::{
+    DecodingStrategy, MergeConflictPolicy as ConflictPolicy, MergePriorityPolicy as PriorityPolicy,
+    MergeStrategy, NullBytePolicy,
+};
+pub use esr_provider::ConversionStrategy;
+use esr_provider::keys::convert_keys;
 
-/// `decodingStrategy` of a remote reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DecodingStrategy {
-    /// Leave values as they are (also the meaning of an empty value).
-    #[default]
-    None,
-    /// Go `base64.StdEncoding` (padded).
-    Base64,
-    /// Go `base64.URLEncoding` (padded).
-    Base64Url,
-    /// Try Base64, then Base64URL, then keep the raw value.
-    Auto,
-}
-
-impl DecodingStrategy {
-    /// The name ESO prints in error messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecodingStrategy::None => "None",
-            DecodingStrategy::Base64 => "Base64",
-            DecodingStrategy::Base64Url => "Base64URL",
-            DecodingStrategy::Auto => "Auto",
-        }
+/// The name ESO prints for a decodingStrategy in error messages.
+pub fn decoding_name(d: DecodingStrategy) -> &'static str {
+    match d {
+        DecodingStrategy::None => "None",
+        DecodingStrategy::Base64 => "Base64",
+        DecodingStrategy::Base64Url => "Base64URL",
+        DecodingStrategy::Auto => "Auto",
     }
-}
-
-/// `nullBytePolicy` of a remote reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NullBytePolicy {
-    /// NUL bytes are allowed (also the meaning of an empty value).
-    #[default]
-    Ignore,
-    /// A value containing a NUL byte is an error.
-    Fail,
-}
-
-/// `priorityPolicy` of a merge rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PriorityPolicy {
-    /// A priority key missing from the input is an error.
-    #[default]
-    Strict,
-    /// A priority key missing from the input is skipped.
-    IgnoreNotFound,
-}
-
-/// `conflictPolicy` of a merge rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConflictPolicy {
-    /// A key present in more than one input object is an error.
-    #[default]
-    Error,
-    /// Later objects silently win.
-    Ignore,
-}
-
-/// `strategy` of a merge rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MergeStrategy {
-    /// Output the merged keys as individual secret keys.
-    #[default]
-    Extract,
-    /// Write the merged JSON object under `into`, keeping the input keys.
-    Json,
 }
 
 /// One `dataFrom[].rewrite[]` entry.
@@ -122,9 +81,6 @@ pub enum Rewrite {
 /// Errors of the pipeline. Display texts follow ESO's wording; none of them contains a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PipelineError {
-    /// Two keys map to the same converted key.
-    #[error("secret name collision during conversion: {0}")]
-    Collision(String),
     /// A key is longer than 253 characters.
     #[error("key has length {len} but max is 253: (following is truncated): {truncated}")]
     KeyTooLong {
@@ -175,38 +131,6 @@ pub enum PipelineError {
 
 fn is_valid_key_char(c: char) -> bool {
     c.is_alphanumeric() || c == '-' || c == '.' || c == '_'
-}
-
-/// ConvertKeys: replaces every character that is not a letter, digit, `-`, `.` or `_`.
-pub fn convert_key(strategy: ConversionStrategy, key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for c in key.chars() {
-        if is_valid_key_char(c) {
-            out.push(c);
-        } else {
-            match strategy {
-                ConversionStrategy::Default => out.push('_'),
-                ConversionStrategy::Unicode => out.push_str(&format!("_U{:04x}_", c as u32)),
-            }
-        }
-    }
-    out
-}
-
-/// ConvertKeys over a map; a collision is an error.
-pub fn convert_keys(
-    strategy: ConversionStrategy,
-    input: DataMap,
-) -> Result<DataMap, PipelineError> {
-    let mut out = DataMap::new();
-    for (k, v) in input {
-        let nk = convert_key(strategy, &k);
-        if out.contains_key(&nk) {
-            return Err(PipelineError::Collision(nk));
-        }
-        out.insert(nk, v);
-    }
-    Ok(out)
 }
 
 /// ValidateKeys: drops empty keys, rejects long keys and invalid characters.
@@ -498,7 +422,7 @@ pub fn process_data_from_map(
     }
     map = validate_keys(map).map_err(SyncError::InvalidKeys)?;
     map = decode_map(opts.decoding, map).map_err(|source| SyncError::Decoding {
-        strategy: opts.decoding.as_str(),
+        strategy: decoding_name(opts.decoding),
         source,
     })?;
     check_null_bytes(opts.null_bytes, &map).map_err(SyncError::NullByte)?;
@@ -513,7 +437,7 @@ pub fn process_data_value(
     value: Vec<u8>,
 ) -> Result<Vec<u8>, SyncError> {
     let v = decode_value(decoding, key, value).map_err(|source| SyncError::Decoding {
-        strategy: decoding.as_str(),
+        strategy: decoding_name(decoding),
         source,
     })?;
     if null_bytes == NullBytePolicy::Fail && v.contains(&0) {

@@ -1,5 +1,6 @@
 use super::*;
 use esr_provider::ProviderError;
+use esr_provider::keys::convert_key;
 
 fn m(pairs: &[(&str, &str)]) -> DataMap {
     pairs

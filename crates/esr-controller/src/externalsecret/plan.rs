@@ -1,8 +1,43 @@
-//! `plan()`: the pure heart of the ExternalSecret reconciler (eso-inventory §5.1 steps 6–12).
+//! `plan()`: the pure heart of the ExternalSecret reconciler. It performs no IO.
 //!
 //! Given the ExternalSecret (as an [`EsView`]), the assembled provider data, the existing target
 //! Secret and the clock, it computes the desired Secret, the write to perform, the new status,
-//! the events and the requeue. It performs no IO.
+//! the events and the requeue, and [`Plan::steps`] orders them for the IO shell. ESO's algorithm,
+//! which this follows:
+//!
+//! - **Deletion** ([`deletion`]): with `deletionPolicy=Delete` and a target controlled by this
+//!   ExternalSecret, delete the target; then remove the finalizer (merge patch). Otherwise the
+//!   finalizer is added (merge patch), see [`admit`].
+//! - **Skip** without status write or requeue when the ExternalSecret uses a ClusterSecretStore
+//!   and that reconciler is disabled, or a referenced store belongs to another controller class.
+//! - **Refresh decision** ([`decide`]): skip (requeue after the remaining interval) when the
+//!   ExternalSecret needs no refresh and the target is valid. Valid means: always for
+//!   `creationPolicy=Orphan`; otherwise the Secret exists, carries `managed=true` and its
+//!   `data-hash` annotation equals the hash of its data. So drift (a deleted Secret, a removed
+//!   label, edited data) forces a resync under every policy but Orphan. `CreatedOnce` refreshes
+//!   only before the first sync; `OnChange` also when the metadata/generation hash changed;
+//!   `Periodic` with `refreshInterval <= 0` never again after the first sync (not even on spec
+//!   changes; only drift), otherwise when that hash changed or the interval elapsed inside the
+//!   sync windows.
+//! - **Fetch failure**: Ready=False `could not get secret data from provider`, a Warning
+//!   `UpdateFailed` with the error, retry with exponential backoff.
+//! - **Empty data** applies the deletionPolicy: `Delete` deletes the target (creationPolicy
+//!   must be Owner), `Retain` keeps it, `Merge` goes on with the empty map.
+//! - **Mutation**: set `immutable`; for a new or mutable Secret drop the data keys, labels and
+//!   annotations this field manager owned (from `managedFields`), copy the ExternalSecret's (or the
+//!   template's) labels and annotations, add template finalizers, clear the data unless
+//!   creationPolicy is Merge or CreateOrMerge, then copy the provider data and/or render the
+//!   template; then ownership, `managed=true` and the `data-hash` annotation.
+//! - **creationPolicy**: `None` writes nothing; `Merge` only updates an existing Secret;
+//!   `Orphan` and `CreateOrMerge` create or update; `Owner` first deletes the Secrets carrying this
+//!   ExternalSecret's created-by label under another name ("orphans"), then creates or updates.
+//!   Writes use `fieldManager=<fqdn>` and a plain create/update; an update that changes nothing is
+//!   skipped. An immutable target only gets its metadata updated; a data change is
+//!   `SecretImmutable`.
+//! - **Success**: Ready=True, `refreshTime` = reconcile start, `syncedResourceVersion` = the
+//!   metadata hash, requeue after the interval (none for `refreshInterval <= 0`). A write conflict
+//!   requeues at once. An owner conflict or an immutable target is terminal: Ready=False, no
+//!   requeue until the next change.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -167,7 +202,10 @@ pub fn generic_target_failed(es: &EsView, err: &GenericTargetError, now: DateTim
     )
 }
 
-/// Event reasons and messages (eso-inventory §5.4).
+/// Event reasons and messages (ESO's; source `external-secrets`): Normal `Created`, `Updated`,
+/// `Deleted` (deletionPolicy or an orphan), `MissingProviderSecret` (a missing remote secret that
+/// is skipped; for `data[]` entries ESO's text still says `spec.dataFrom[i] (key=…)`, with the
+/// `data` index), and Warning `UpdateFailed` with the error text on every failure.
 pub mod event {
     /// Created.
     pub const CREATED: &str = "Created";
@@ -189,45 +227,17 @@ pub mod event {
     pub const MSG_DELETED_ORPHANED: &str = "secret deleted because it was orphaned";
 }
 
-/// `target.creationPolicy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CreationPolicy {
-    /// Create/update and own.
-    #[default]
-    Owner,
-    /// Create/update, no owner.
-    Orphan,
-    /// Only merge into an existing Secret.
-    Merge,
-    /// Never write.
-    None,
-    /// Create if missing, merge otherwise.
-    CreateOrMerge,
-}
+pub use esr_api::v1::{CreationPolicy, DeletionPolicy};
 
-impl CreationPolicy {
-    /// The spec spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CreationPolicy::Owner => "Owner",
-            CreationPolicy::Orphan => "Orphan",
-            CreationPolicy::Merge => "Merge",
-            CreationPolicy::None => "None",
-            CreationPolicy::CreateOrMerge => "CreateOrMerge",
-        }
+/// The spec spelling of a creationPolicy (for ESO's messages).
+pub fn creation_policy_name(p: CreationPolicy) -> &'static str {
+    match p {
+        CreationPolicy::Owner => "Owner",
+        CreationPolicy::Orphan => "Orphan",
+        CreationPolicy::Merge => "Merge",
+        CreationPolicy::None => "None",
+        CreationPolicy::CreateOrMerge => "CreateOrMerge",
     }
-}
-
-/// `target.deletionPolicy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DeletionPolicy {
-    /// Keep the Secret.
-    #[default]
-    Retain,
-    /// Delete the Secret when the provider has no data.
-    Delete,
-    /// Remove the missing keys.
-    Merge,
 }
 
 /// A condition (ESO `ExternalSecretStatusCondition`).
@@ -962,7 +972,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
                 if es.creation != CreationPolicy::Owner {
                     let err = SyncError::DeleteNotOwner {
                         target: es.target_name.clone(),
-                        policy: es.creation.as_str(),
+                        policy: creation_policy_name(es.creation),
                     };
                     return failed_plan(
                         es,

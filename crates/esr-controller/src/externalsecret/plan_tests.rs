@@ -221,7 +221,7 @@ fn every_creation_and_deletion_policy_with_empty_data_and_existing_secret() {
                     );
                     let want = format!(
                         "unable to delete secret tgt: creationPolicy={} is not Owner",
-                        c.as_str()
+                        creation_policy_name(c)
                     );
                     assert!(matches!(p.outcome, Outcome::Terminal(_)));
                     assert_eq!(p.outcome.text(), Some(want.clone()));

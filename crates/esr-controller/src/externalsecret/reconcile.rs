@@ -515,6 +515,7 @@ impl<'a> Executor<'a> {
             },
             transformer: self.ctx.templates.transformer(),
             gate: Some(self.ctx.store_gate.clone()),
+            generators: Some(&self.ctx.generators),
         }
     }
 
@@ -616,13 +617,9 @@ impl<'a> Executor<'a> {
                 written.map(|_| ())
             }
             Step::Rollout(hash) => {
-                crate::common::rollout::on_secret_changed(
-                    &ctx.client,
-                    &view.namespace,
-                    &view.target_name,
-                    hash,
-                )
-                .await;
+                ctx.rollouts
+                    .on_secret_changed(&ctx.client, &view.namespace, &view.target_name, hash)
+                    .await;
                 Ok(())
             }
             Step::Status(st) => write_status(ctx, &self.api, self.es, st).await,

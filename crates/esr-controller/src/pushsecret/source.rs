@@ -1,5 +1,11 @@
-//! PushSecret sources, target stores, template and store references (eso-inventory §4), used by
+//! PushSecret sources, target stores, template and store references, used by
 //! the reconciler in [`crate::pushsecret::reconcile`] and by the store finalizer in [`crate::secretstore::reconcile`].
+//!
+//! A PushSecret has one source: `selector.secret.name`, `selector.secret.selector` (every matching
+//! Secret of its namespace) or `selector.generatorRef`. It pushes to `secretStoreRefs[]`, each by
+//! name or `labelSelector`, kind `SecretStore` unless it says `ClusterSecretStore`; stores being
+//! deleted or of another controller class are skipped. `template` renders each source Secret
+//! before the push.
 //!
 //! Pure helpers ([`source_of`], [`select_stores`], [`data_to_targets`], [`validate_data_to`],
 //! [`render_template`], [`store_has_delete_refs`], [`ps_concerns_store`]) and the IO that resolves
@@ -21,7 +27,7 @@ use kube::api::ListParams;
 use kube::core::Selector;
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::common::generators::Generated;
+use crate::common::generators::{Generated, Generators};
 
 /// Name of the in-memory Secret that carries a generator's output (ESO's name).
 pub const GENERATED_SECRET_NAME: &str = "___generated-secret";
@@ -215,7 +221,7 @@ pub fn store_matches_ref(
 }
 
 fn store_key_of(kind: StoreKind, name: &str) -> String {
-    crate::pushsecret::reconcile::store_key(&StoreRef {
+    crate::pushsecret::plan::store_key(&StoreRef {
         kind,
         name: name.to_string(),
     })
@@ -374,6 +380,7 @@ fn selector_params(sel: &LabelSelector) -> Result<ListParams, String> {
 pub async fn resolve_sources(
     client: &Client,
     kube: &dyn KubeAccess,
+    generators: &Generators,
     spec: &PushSecretSpec,
     namespace: &str,
     name: &str,
@@ -391,19 +398,16 @@ pub async fn resolve_sources(
             }
         }
         Source::Generator(g) => {
-            let data = crate::common::generators::generate(
-                g,
-                namespace,
-                &generator_consumer(namespace, name),
-            )
-            .await
-            .map_err(|e| {
-                SourceError::Other(format!(
-                    "could not resolve secret from generator ref {}/{}: {e}",
-                    g.kind.as_str(),
-                    g.name
-                ))
-            })?;
+            let data = generators
+                .generate(g, namespace, &generator_consumer(namespace, name))
+                .await
+                .map_err(|e| {
+                    SourceError::Other(format!(
+                        "could not resolve secret from generator ref {}/{}: {e}",
+                        g.kind.as_str(),
+                        g.name
+                    ))
+                })?;
             Ok(vec![generated_secret(namespace, data)])
         }
         Source::Selector(sel) => {

@@ -1,2 +1,4 @@
-//! The SecretStore and ClusterSecretStore controllers.
+//! The SecretStore and ClusterSecretStore controllers: the pure plan ([`plan`]) and one runner
+//! generic over the store kind ([`reconcile`]).
+pub mod plan;
 pub mod reconcile;

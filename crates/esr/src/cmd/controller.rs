@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use esr_controller::clusterexternalsecret::reconcile::{Observation, Observe};
+use esr_controller::common::observe::{Observation, Observe};
 use esr_controller::metrics::{Metrics, Observed};
 use esr_controller::runtime::{Config, Runtime};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
@@ -364,6 +364,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             },
         ),
     );
+    let generators =
+        crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder);
     let runtime = Runtime::new(
         client,
         cfg,
@@ -371,6 +373,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         kube_access,
         metrics,
         templates.clone(),
+        generators,
     );
     let render_pool = runtime.ctx.render_pool.clone();
     info!(metrics = %maddr, probes = %laddr, "esr controller starting");
@@ -417,7 +420,6 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
-    crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder).install();
     let ps_ctrl = enabled.push_secrets.then(|| {
         let rx = stop_rx.clone();
         tokio::spawn(esr_controller::pushsecret::reconcile::run(
@@ -429,10 +431,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // Rollout on rotation: the workload caches watch esr's namespace scope (a namespace-only Role
     // cannot list workloads cluster-wide).
     let rollout_scope = Some(args.namespace.clone()).filter(|n| !n.is_empty());
-    esr_controller::common::rollout::start_shared(&lease_client, rollout_scope.as_deref());
+    runtime
+        .ctx
+        .rollouts
+        .start(&lease_client, rollout_scope.as_deref());
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
-    let ns_feed = esr_controller::clusterexternalsecret::reconcile::NamespaceFeed::new();
+    let ns_feed = esr_controller::common::namespaces::NamespaceFeed::new();
     let ces_ctrl = enabled
         .cluster_external_secrets
         .then(|| ns_feed.subscribe())

@@ -337,7 +337,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
     *manifest_objects()
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = served;
-    crate::generators::registry(manifest_client()).install();
+    let generators = crate::generators::registry(manifest_client());
 
     let templates = EsoTemplates::new();
     let registry = crate::providers::registry();
@@ -352,6 +352,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
         },
         transformer: templates.transformer(),
         gate: None,
+        generators: Some(&generators),
     };
     let now = chrono::Utc::now();
     let mut printed = 0;

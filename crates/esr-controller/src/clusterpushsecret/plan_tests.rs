@@ -1,4 +1,6 @@
 use super::*;
+use crate::common::namespaces::*;
+use kube::runtime::{reflector, watcher};
 use serde_json::json;
 
 fn cps(spec: serde_json::Value) -> ClusterPushSecret {
@@ -156,8 +158,9 @@ fn invalid_selector_is_a_select_error_after_old_name_cleanup() {
     let p = plan(&selection(&c.spec), "push-all", &world(), &existing);
     assert!(
         p.select_error
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .to_string()
             .contains("values set can't be empty")
     );
     assert_eq!(p.delete_old, vec![("a".to_string(), "old".to_string())]);

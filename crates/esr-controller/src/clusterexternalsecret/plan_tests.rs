@@ -1,4 +1,7 @@
 use super::*;
+use crate::common::fanout::*;
+use crate::common::namespaces::*;
+use kube::runtime::reflector;
 use serde_json::json;
 
 fn ces(spec: serde_json::Value) -> ClusterExternalSecret {
@@ -23,7 +26,7 @@ fn ns(name: &str, labels: &[(&str, &str)]) -> NsView {
     }
 }
 
-fn sel(spec: serde_json::Value) -> Result<Selection, String> {
+fn sel(spec: serde_json::Value) -> Result<Selection, SelectionError> {
     Selection::from_spec(&ces(spec).spec)
 }
 
@@ -75,7 +78,12 @@ fn selection_by_labels_names_and_regexes() {
 #[test]
 fn invalid_regex_or_selector_fails_as_unknown() {
     let s = sel(json!({"externalSecretSpec": {}, "namespaceRegexes": ["("]}));
-    assert!(s.as_ref().unwrap_err().contains("invalid namespaceRegexes"));
+    assert!(
+        s.as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("invalid namespaceRegexes")
+    );
     let p = plan(&s, "wild", &world(), &[]);
     assert_eq!(p.failed.len(), 1);
     assert_eq!(p.failed[0].0, "unknown");

@@ -1,6 +1,8 @@
 use super::*;
 use crate::pushsecret::source::*;
+use esr_api::v1alpha1::PushSecret;
 use esr_api::v1alpha1::PushSecretStoreRef;
+use kube::ResourceExt;
 use serde_json::json;
 use std::collections::BTreeMap;
 
