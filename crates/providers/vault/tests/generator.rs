@@ -11,6 +11,14 @@ use esr_provider_vault::GeneratorRequest;
 use esr_provider_vault::generator::Lease;
 use serde_json::json;
 
+/// A marker unique to one spec, set as the created tokens' `meta`, so a test counts only its own
+/// tokens on the shared server.
+fn marker() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
 fn spec(bao: &Bao, h: &Harness) -> VaultDynamicSecretSpec {
     let provider = token_spec(h, bao, json!({}));
     VaultDynamicSecretSpec {
@@ -18,18 +26,43 @@ fn spec(bao: &Bao, h: &Harness) -> VaultDynamicSecretSpec {
         path: "auth/token/create".into(),
         method: Some("POST".into()),
         parameters: Some(AnyJson(
-            json!({"ttl": "1h", "renewable": true, "policies": ["default"]}),
+            json!({"ttl": "1h", "renewable": true, "policies": ["default"],
+                   "meta": {"esr-test": marker()}}),
         )),
         result_type: Some(VaultDynamicSecretResultType::Auth),
         ..Default::default()
     }
 }
 
-async fn token_count(bao: &Bao) -> usize {
+/// How many live tokens the server has (all tests').
+async fn all_tokens(bao: &Bao) -> usize {
     bao.api("LIST", "auth/token/accessors", None).await["data"]["keys"]
         .as_array()
         .map(Vec::len)
         .unwrap_or(0)
+}
+
+/// How many live tokens carry `sp`'s marker (other tests create tokens on the same server).
+async fn token_count(bao: &Bao, sp: &VaultDynamicSecretSpec) -> usize {
+    let marker = sp.parameters.as_ref().unwrap().0["meta"]["esr-test"].clone();
+    let accessors = bao.api("LIST", "auth/token/accessors", None).await["data"]["keys"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut n = 0;
+    for a in accessors {
+        let t = bao
+            .api(
+                "POST",
+                "auth/token/lookup-accessor",
+                Some(json!({"accessor": a})),
+            )
+            .await;
+        if t["data"]["meta"]["esr-test"] == marker {
+            n += 1;
+        }
+    }
+    n
 }
 
 #[tokio::test]
@@ -53,14 +86,19 @@ async fn lease_is_renewed_not_reissued() {
         !format!("{st:?}").contains(&tok),
         "state Debug leaks the token"
     );
-    let before = token_count(&bao).await;
+    let before = token_count(&bao, &sp).await;
+    assert_eq!(before, 1, "the first generate created one token");
 
     let (second, st2) = h.provider.generate(&req, Some(&st)).await.unwrap();
     assert_eq!(second, first, "renewal returns the same credentials");
     assert_eq!(st2.renewals, 1);
     assert_eq!(h.recorder.count("GeneratorRequest"), 1);
     assert_eq!(h.recorder.count("RenewLease"), 1);
-    assert_eq!(token_count(&bao).await, before, "no new token was created");
+    assert_eq!(
+        token_count(&bao, &sp).await,
+        before,
+        "no new token was created"
+    );
     // the issued token is still valid
     let looked = bao
         .api("POST", "auth/token/lookup", Some(json!({"token": tok})))
@@ -237,12 +275,12 @@ async fn list_method_sends_no_body() {
     // created a token would change it every time).
     let mut counts = vec![];
     for _ in 0..3 {
-        let before = token_count(&bao).await;
+        let before = all_tokens(&bao).await;
         let (data, st) = h.provider.generate(&req, None).await.unwrap();
         let keys: serde_json::Value = serde_json::from_slice(&data["keys"]).unwrap();
         assert!(keys.as_array().is_some_and(|k| !k.is_empty()), "{keys}");
         assert_eq!(st.lease, Lease::None);
-        let after = token_count(&bao).await;
+        let after = all_tokens(&bao).await;
         if after == before {
             return;
         }
