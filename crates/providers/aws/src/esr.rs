@@ -335,7 +335,34 @@ fn remote(r: &SecretRef) -> RemoteRef {
 }
 
 fn keyed(e: AwsError, key: &str) -> ProviderError {
-    to_provider_error(e).with_key(key.to_string())
+    keyed_for(e, key, PROVIDER_SM)
+}
+
+/// A read error of `key` from the service labelled `provider`.
+fn keyed_for(e: AwsError, key: &str, provider: &'static str) -> ProviderError {
+    to_provider_error_for(e, provider).with_key(key.to_string())
+}
+
+/// The results of a batched read, each error keyed with its reference.
+fn keyed_all<T>(
+    results: Vec<Result<T, AwsError>>,
+    refs: &[SecretRef],
+    provider: &'static str,
+) -> Vec<esr_provider::Result<T>> {
+    results
+        .into_iter()
+        .zip(refs)
+        .map(|(res, r)| res.map_err(|e| keyed_for(e, &r.key, provider)))
+        .collect()
+}
+
+/// The provider's find from an ExternalSecret's `find`.
+fn find_ref(f: &FindRequest) -> FindRef {
+    FindRef {
+        name_regexp: f.name_regexp().map(str::to_string),
+        tags: f.tags.clone().unwrap_or_default(),
+        path: f.path().map(str::to_string),
+    }
 }
 
 #[async_trait]
@@ -349,13 +376,7 @@ impl SecretsClient for EsrClient {
 
     async fn get_secrets(&self, refs: &[SecretRef]) -> Vec<esr_provider::Result<Vec<u8>>> {
         let rs: Vec<RemoteRef> = refs.iter().map(remote).collect();
-        self.0
-            .get_secrets(&rs)
-            .await
-            .into_iter()
-            .zip(refs)
-            .map(|(res, r)| res.map_err(|e| keyed(e, &r.key)))
-            .collect()
+        keyed_all(self.0.get_secrets(&rs).await, refs, PROVIDER_SM)
     }
 
     async fn get_secret_map(
@@ -372,11 +393,7 @@ impl SecretsClient for EsrClient {
         &self,
         f: &FindRequest,
     ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
-        let find = FindRef {
-            name_regexp: f.name_regexp().map(str::to_string),
-            tags: f.tags.clone().unwrap_or_default(),
-            path: f.path().map(str::to_string),
-        };
+        let find = find_ref(f);
         let found = self
             .0
             .get_all_secrets(&find)
@@ -424,7 +441,7 @@ impl SecretsClient for EsrClient {
 pub struct EsrPsClient(pub Arc<PsClient>);
 
 fn ps_keyed(e: AwsError, key: &str) -> ProviderError {
-    to_provider_error_for(e, PROVIDER_PS).with_key(key.to_string())
+    keyed_for(e, key, PROVIDER_PS)
 }
 
 #[async_trait]
@@ -438,13 +455,7 @@ impl SecretsClient for EsrPsClient {
 
     async fn get_secrets(&self, refs: &[SecretRef]) -> Vec<esr_provider::Result<Vec<u8>>> {
         let rs: Vec<RemoteRef> = refs.iter().map(remote).collect();
-        self.0
-            .get_secrets(&rs)
-            .await
-            .into_iter()
-            .zip(refs)
-            .map(|(res, r)| res.map_err(|e| ps_keyed(e, &r.key)))
-            .collect()
+        keyed_all(self.0.get_secrets(&rs).await, refs, PROVIDER_PS)
     }
 
     async fn get_secret_map(
@@ -461,11 +472,7 @@ impl SecretsClient for EsrPsClient {
         &self,
         f: &FindRequest,
     ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
-        let find = FindRef {
-            name_regexp: f.name_regexp().map(str::to_string),
-            tags: f.tags.clone().unwrap_or_default(),
-            path: f.path().map(str::to_string),
-        };
+        let find = find_ref(f);
         // As ESO's Parameter Store: the parameter names come back as they are (`/a/b`); the
         // controller applies `conversionStrategy` only when the find has no rewrite.
         self.0
