@@ -15,12 +15,12 @@ use esr_provider::{KubeAccess, ProviderError, ProviderRegistry, StoreInfo, Store
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::core::PartialObjectMeta;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
+use crate::common::events::{EventSink, Reporter};
 use crate::common::generators::Generators;
 use crate::common::refresh;
 use crate::common::rollout::Rollouts;
@@ -213,8 +213,8 @@ pub struct Context {
     pub generators: Generators,
     /// Rollout on rotation (the workload cache).
     pub rollouts: Rollouts,
-    /// Event recorder of the ExternalSecret controller.
-    pub(crate) es_recorder: Recorder,
+    /// Events of the ExternalSecret controller.
+    pub(crate) es_events: EventSink,
     /// Per-ExternalSecret failure backoff.
     pub(crate) failures: refresh::Backoffs<(String, String)>,
     /// Metadata (without managedFields) of the Secrets labelled
@@ -228,6 +228,13 @@ pub struct Context {
     /// data matching the data-hash annotation, so an unchanged Secret is not read again
     /// (forgotten with its ExternalSecret).
     pub(crate) verified: Mutex<HashMap<(String, String), VerifiedTarget>>,
+}
+
+impl Context {
+    /// Waits until every event the ExternalSecret controller published so far was written.
+    pub async fn flush_events(&self) {
+        self.es_events.flush().await;
+    }
 }
 
 fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
@@ -374,7 +381,7 @@ impl Runtime {
             instance: config.instance.clone(),
         };
         let ctx = Arc::new(Context {
-            es_recorder: Recorder::new(client.clone(), reporter),
+            es_events: EventSink::new(client.clone(), reporter),
             stores: CachedStores {
                 client: client.clone(),
                 ss: ss_reader.clone(),

@@ -57,7 +57,8 @@ async fn pushes_the_source_key_and_writes_status_and_event() {
     let pctx = Arc::new(PsContext::new(support::context(&client)));
     support::clear(&server);
 
-    let action = reconcile(ps, pctx).await.expect("reconciles");
+    let action = reconcile(ps, pctx.clone()).await.expect("reconciles");
+    pctx.flush_events().await;
 
     assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
     // The store (controller class check), the source Secret, the store again (the stores to push

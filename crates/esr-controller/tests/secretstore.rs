@@ -43,16 +43,18 @@ async fn secret_store_is_validated_with_events_and_status() {
     ));
     support::clear(&server);
 
-    let action = reconcile(store, sctx).await.expect("reconciles");
+    let action = reconcile(store, sctx.clone()).await.expect("reconciles");
+    sctx.flush_events().await;
 
     assert_eq!(action, Action::requeue(Duration::from_secs(30)));
-    // The provider's maintenance warning, the Ready transition's event, then the status.
+    // The status; the provider's maintenance warning and the Ready transition's event, in
+    // that order.
     assert_eq!(
         support::requests(&server),
         vec![
-            "create events app/",
-            "create events app/",
             "patch secretstores/status app/fake-store",
+            "create events app/",
+            "create events app/",
         ]
     );
     assert_eq!(
@@ -89,17 +91,18 @@ async fn cluster_secret_store_is_validated_with_events_and_status() {
     ));
     support::clear(&server);
 
-    let action = reconcile(store, sctx).await.expect("reconciles");
+    let action = reconcile(store, sctx.clone()).await.expect("reconciles");
+    sctx.flush_events().await;
 
     // No refreshInterval: the controller's store requeue interval (5m).
     assert_eq!(action, Action::requeue(Duration::from_secs(300)));
-    // The maintenance check is ignored (annotation): the Ready transition's event, then the
-    // status. A cluster-scoped object's events go to the `default` namespace.
+    // The maintenance check is ignored (annotation): the status and the Ready transition's
+    // event. A cluster-scoped object's events go to the `default` namespace.
     assert_eq!(
         support::requests(&server),
         vec![
-            "create events default/",
             "patch clustersecretstores/status fake-cluster",
+            "create events default/",
         ]
     );
     assert_eq!(

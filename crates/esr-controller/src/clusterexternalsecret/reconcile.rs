@@ -22,8 +22,8 @@ use super::plan::{
     namespace_finalizer, ns_view, steps,
 };
 use crate::common::fanout::{
-    self, FanOut, FanOutContext, Reconciled, delete_child, is_status, patch_fanout_status,
-    refresh_action,
+    self, FanOut, FanOutContext, Reconciled, controlled_by_kind, delete_child, is_status,
+    patch_fanout_status, refresh_action,
 };
 use crate::common::observe::Observe;
 
@@ -63,6 +63,13 @@ impl FanOut for Ces {
         child: &ExternalSecret,
     ) -> Vec<ObjectRef<ClusterExternalSecret>> {
         ces_for_es(parents, child)
+    }
+
+    fn slim(es: &mut ExternalSecret) {
+        es.status = None;
+        if !controlled_by_kind(&es.metadata, Self::KIND) {
+            es.spec = Default::default();
+        }
     }
 
     fn reconcile(

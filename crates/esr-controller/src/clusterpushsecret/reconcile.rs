@@ -12,19 +12,19 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::PostParams;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
 use kube::{Api, Client, Resource, ResourceExt};
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::plan::{
     ApplyError, ApplyStep, DeleteError, MSG_NAMESPACES_FAILED, Steps, Stopped, Write,
     cps_for_namespace, cps_for_ps, finish, ns_view, steps, stop_delete_old, stop_select,
     write_existing,
 };
+use crate::common::events::{EventSink, EventType, Reporter};
 use crate::common::fanout::{
-    self, FanOut, FanOutContext, Reconciled, delete_child, is_status, patch_fanout_status,
-    refresh_action,
+    self, FanOut, FanOutContext, Reconciled, controlled_by_kind, delete_child, is_status,
+    patch_fanout_status, refresh_action,
 };
 use crate::common::observe::Observe;
 
@@ -47,16 +47,16 @@ pub enum Error {
     Namespaces,
 }
 
-/// The ClusterPushSecret fan-out kind: publishes its Warning events with `recorder`.
+/// The ClusterPushSecret fan-out kind: publishes its Warning events through `events`.
 pub struct Cps {
-    recorder: Recorder,
+    events: EventSink,
 }
 
 impl Cps {
     /// Events recorded as the ClusterPushSecret controller; `instance` names this replica.
     pub fn new(client: Client, instance: Option<String>) -> Self {
         Cps {
-            recorder: Recorder::new(
+            events: EventSink::new(
                 client,
                 Reporter {
                     controller: EVENT_SOURCE_CLUSTER_PUSHSECRET.to_string(),
@@ -90,6 +90,13 @@ impl FanOut for Cps {
         cps_for_ps(parents, child)
     }
 
+    fn slim(ps: &mut PushSecret) {
+        ps.status = None;
+        if !controlled_by_kind(&ps.metadata, Self::KIND) {
+            ps.spec = Default::default();
+        }
+    }
+
     fn reconcile(
         parent: &ClusterPushSecret,
         ctx: &CpsContext,
@@ -106,17 +113,13 @@ impl FanOut for Cps {
     }
 }
 
-async fn warn_event(ctx: &CpsContext, cps: &ClusterPushSecret, note: &str) {
-    let e = KubeEvent {
-        type_: EventType::Warning,
-        reason: REASON_PUSHSECRET_ERRORED.to_string(),
-        note: Some(crate::common::events::capped_note(note)),
-        action: REASON_PUSHSECRET_ERRORED.to_string(),
-        secondary: None,
-    };
-    if let Err(err) = ctx.kind.recorder.publish(&e, &cps.object_ref(&())).await {
-        warn!(error = %err, "failed to publish event");
-    }
+fn warn_event(ctx: &CpsContext, cps: &ClusterPushSecret, note: &str) {
+    ctx.kind.events.publish(
+        cps.object_ref(&()),
+        EventType::Warning,
+        REASON_PUSHSECRET_ERRORED,
+        note,
+    );
 }
 
 async fn write_status(
@@ -179,7 +182,7 @@ async fn apply(
 /// ESO's `markAsFailed`: a Warning event, Ready=False Errored, and an error so the reconcile is
 /// retried with backoff.
 async fn stop(ctx: &CpsContext, cps: &ClusterPushSecret, s: Stopped) -> Result<Reconciled, Error> {
-    warn_event(ctx, cps, s.message).await;
+    warn_event(ctx, cps, s.message);
     write_status(ctx, cps, s.status.as_ref()).await?;
     Err(Error::Errored {
         message: s.message,

@@ -113,6 +113,14 @@ pub fn child_matches<S: serde::Serialize>(
     }
 }
 
+/// Whether an object is controlled by an object of `kind` (its controller owner reference).
+pub fn controlled_by_kind(meta: &ObjectMeta, kind: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.kind == kind)
+}
+
 /// The controller owner reference a parent puts on its children.
 pub fn controller_ref<K: Resource>(api_version: &str, kind: &str, parent: &K) -> OwnerReference {
     OwnerReference {
@@ -285,6 +293,12 @@ pub trait FanOut: Sized + Send + Sync + 'static {
         child: &Self::Child,
     ) -> Vec<ObjectRef<Self::Parent>>;
 
+    /// Trims a child before it is cached. Only a child that a parent of this kind controls
+    /// keeps its spec (the plan compares it with what the parent wants); any other child is
+    /// only ever read for its metadata (a name taken by a foreign object), and no child's status
+    /// is read. With thousands of children not made by a parent this keeps the cache small.
+    fn slim(child: &mut Self::Child);
+
     /// Reconciles one parent (live or being deleted).
     fn reconcile(
         parent: &Self::Parent,
@@ -430,8 +444,14 @@ pub async fn run<F: FanOut>(
     ));
     let ns_stream = namespace_changes(namespaces);
     let child_stream = changes(
-        reflector::reflector(child_writer, watcher(child_api, watcher::Config::default()))
-            .default_backoff(),
+        reflector::reflector(
+            child_writer,
+            watcher(child_api, watcher::Config::default()).modify(|c: &mut F::Child| {
+                c.meta_mut().managed_fields = None;
+                F::slim(c);
+            }),
+        )
+        .default_backoff(),
         meta_hash::<F::Child>,
     );
     let parent_stream = changes(

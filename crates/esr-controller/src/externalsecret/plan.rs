@@ -528,24 +528,7 @@ pub struct EventRec {
     pub message: String,
 }
 
-/// Event type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    /// Normal.
-    Normal,
-    /// Warning.
-    Warning,
-}
-
-impl EventType {
-    /// The API spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
+pub use crate::common::events::EventType;
 
 impl EventRec {
     fn normal(reason: &str, message: impl Into<String>) -> Self {

@@ -1,7 +1,6 @@
 //! The thin IO around the pure core: the ExternalSecret reconciler (kube-runtime `Controller`),
 //! its watches, and the Kubernetes writes.
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,6 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
@@ -25,8 +23,8 @@ use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
 use crate::externalsecret::offload::{PlanJob, desired_on_pool, plan_on_pool};
 use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
-    self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, EventType,
-    LABEL_MANAGED, LABEL_MANAGED_VALUE, LABEL_OWNER, SecretWrite, Step, Steps,
+    self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, LABEL_MANAGED,
+    LABEL_MANAGED_VALUE, LABEL_OWNER, SecretWrite, Step, Steps,
 };
 use crate::externalsecret::template::load_sources;
 use crate::metrics::{Metrics, ResourceLabels};
@@ -142,30 +140,9 @@ fn to_action(r: Requeue) -> Action {
     }
 }
 
-async fn publish(recorder: &Recorder, es: &ExternalSecret, ev: &EventRec) {
-    let reference = es.object_ref(&());
-    let e = KubeEvent {
-        type_: match ev.type_ {
-            EventType::Normal => KubeEventType::Normal,
-            EventType::Warning => KubeEventType::Warning,
-        },
-        reason: ev.reason.clone(),
-        note: Some(crate::common::events::capped_note(&ev.message)),
-        action: event_action(ev),
-        secondary: None,
-    };
-    if let Err(err) = recorder.publish(&e, &reference).await {
-        warn!(error = %err, "failed to publish event");
-    }
-}
-
-/// The Event `action`. kube's Recorder aggregates events into a series by (type, reason, action,
-/// object) and keeps the first note; client-go (ESO) aggregates by message. Deriving the action
-/// from the message keeps one series per distinct message, so a new error text is never hidden.
-pub fn event_action(ev: &EventRec) -> String {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    ev.message.hash(&mut h);
-    format!("{}-{:08x}", ev.reason, h.finish() as u32)
+fn publish(ctx: &Context, es: &ExternalSecret, ev: &EventRec) {
+    ctx.es_events
+        .publish(es.object_ref(&()), ev.type_, &ev.reason, &ev.message);
 }
 
 async fn write_status(
@@ -579,12 +556,12 @@ impl<'a> Executor<'a> {
                 Ok(())
             }
             Step::Event(ev) => {
-                publish(&ctx.es_recorder, self.es, ev).await;
+                publish(ctx, self.es, ev);
                 Ok(())
             }
             Step::DeleteOrphan(name) => {
                 if self.delete(name).await? {
-                    publish(&ctx.es_recorder, self.es, &plan::orphan_deleted_event()).await;
+                    publish(ctx, self.es, &plan::orphan_deleted_event());
                 }
                 Ok(())
             }

@@ -14,12 +14,12 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
+use crate::common::events::{EventSink, EventType, Reporter};
 use crate::externalsecret::reconcile::Context;
 use crate::metrics::Observed;
 use crate::pushsecret::plan::*;
@@ -42,7 +42,7 @@ pub enum Error {
 /// Reconciler state.
 pub struct PsContext {
     ctx: Arc<Context>,
-    recorder: Recorder,
+    events: EventSink,
     failures: crate::common::refresh::Backoffs<(String, String)>,
 }
 
@@ -50,7 +50,7 @@ impl PsContext {
     /// The PushSecret reconciler's state over the controller context (events recorded as the
     /// PushSecret controller).
     pub fn new(ctx: Arc<Context>) -> Self {
-        let recorder = Recorder::new(
+        let events = EventSink::new(
             ctx.client.clone(),
             Reporter {
                 controller: esr_api::consts::EVENT_SOURCE_PUSHSECRET.to_string(),
@@ -59,9 +59,14 @@ impl PsContext {
         );
         PsContext {
             ctx,
-            recorder,
+            events,
             failures: Default::default(),
         }
+    }
+
+    /// Waits until every event published so far was written.
+    pub async fn flush_events(&self) {
+        self.events.flush().await;
     }
 }
 
@@ -110,21 +115,13 @@ async fn client_for(
         .map_err(|e| e.to_string())
 }
 
-async fn publish(pctx: &PsContext, ps: &PushSecret, warning: bool, reason: &str, note: &str) {
-    let e = KubeEvent {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.to_string(),
-        note: Some(crate::common::events::capped_note(note)),
-        action: reason.to_string(),
-        secondary: None,
+fn publish(pctx: &PsContext, ps: &PushSecret, warning: bool, reason: &str, note: &str) {
+    let type_ = if warning {
+        EventType::Warning
+    } else {
+        EventType::Normal
     };
-    if let Err(err) = pctx.recorder.publish(&e, &ps.object_ref(&())).await {
-        warn!(error = %err, "failed to publish event");
-    }
+    pctx.events.publish(ps.object_ref(&()), type_, reason, note);
 }
 
 async fn set_finalizers(
@@ -377,7 +374,7 @@ async fn reconcile_inner(
                 let errors = delete_entries(pctx, &ns, &flat(&old)).await;
                 if !errors.is_empty() {
                     let msg = format!("error deleting secrets: {}", errors.join("; "));
-                    publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+                    publish(pctx, ps, true, REASON_ERRORED, &msg);
                     return Err(Error::Push(msg));
                 }
             }
@@ -432,7 +429,7 @@ async fn reconcile_inner(
     let fail = |msg: String, ready_out: &mut Option<bool>| {
         *ready_out = Some(false);
         async move {
-            publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+            publish(pctx, ps, true, REASON_ERRORED, &msg);
             write_status(
                 &fail_api,
                 ps,
@@ -471,7 +468,7 @@ async fn reconcile_inner(
             if errors.is_empty() {
                 remaining = Synced::new();
             }
-            publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg).await;
+            publish(pctx, ps, true, REASON_SOURCE_DELETED, &msg);
             write_status(
                 &api,
                 ps,
@@ -541,7 +538,7 @@ async fn reconcile_inner(
     if !errors.is_empty() {
         let msg = errors.join("; ");
         *ready_out = Some(false);
-        publish(pctx, ps, true, REASON_ERRORED, &msg).await;
+        publish(pctx, ps, true, REASON_ERRORED, &msg);
         write_status(
             &api,
             ps,
@@ -563,7 +560,7 @@ async fn reconcile_inner(
     write_status(&api, ps, cond.clone(), Some((&old, &new)), Some((now, rv))).await?;
     *ready_out = Some(true);
     if !was_ready || old != new {
-        publish(pctx, ps, false, REASON_SYNCED, &cond.2).await;
+        publish(pctx, ps, false, REASON_SYNCED, &cond.2);
         info!(ps = %name, namespace = %ns, "pushed secret");
     }
     Ok(if interval.is_zero() {

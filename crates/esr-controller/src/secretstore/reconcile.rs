@@ -18,7 +18,6 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -30,7 +29,8 @@ use super::plan::{
     StoreCheck, finalizers_with, finish, maintenance_event, store_finalizer_action, store_interval,
     store_outcome,
 };
-use crate::externalsecret::plan::{EventRec, EventType};
+use crate::common::events::{EventSink, Reporter};
+use crate::externalsecret::plan::EventRec;
 use crate::externalsecret::reconcile::Context;
 use crate::metrics::{ConditionLabels, Metrics, ResourceLabels};
 
@@ -115,7 +115,7 @@ impl StoreObject for ClusterSecretStore {
 pub struct StoreContext<K> {
     /// The controller context.
     pub ctx: Arc<Context>,
-    recorder: Recorder,
+    events: EventSink,
     /// The PushSecret cache, when the store finalizer for PushSecrets is managed.
     push_secrets: Option<Store<PushSecret>>,
     kind: PhantomData<fn() -> K>,
@@ -124,7 +124,7 @@ pub struct StoreContext<K> {
 impl<K: StoreObject> StoreContext<K> {
     /// A context; `push_secrets` is the PushSecret cache when the store finalizer is managed.
     pub fn new(ctx: Arc<Context>, push_secrets: Option<Store<PushSecret>>) -> Self {
-        let recorder = Recorder::new(
+        let events = EventSink::new(
             ctx.client.clone(),
             Reporter {
                 controller: K::EVENT_SOURCE.to_string(),
@@ -133,10 +133,15 @@ impl<K: StoreObject> StoreContext<K> {
         );
         StoreContext {
             ctx,
-            recorder,
+            events,
             push_secrets,
             kind: PhantomData,
         }
+    }
+
+    /// Waits until every event published so far was written.
+    pub async fn flush_events(&self) {
+        self.events.flush().await;
     }
 }
 
@@ -260,21 +265,9 @@ async fn manage_store_finalizer<K: StoreObject>(
     Ok(())
 }
 
-async fn publish<K: StoreObject>(sctx: &StoreContext<K>, store: &K, ev: &EventRec) {
-    let e = KubeEvent {
-        type_: if ev.type_ == EventType::Normal {
-            KubeEventType::Normal
-        } else {
-            KubeEventType::Warning
-        },
-        reason: ev.reason.clone(),
-        note: Some(crate::common::events::capped_note(&ev.message)),
-        action: crate::externalsecret::reconcile::event_action(ev),
-        secondary: None,
-    };
-    if let Err(err) = sctx.recorder.publish(&e, &store.object_ref(&())).await {
-        debug!(error = %err, "failed to publish store event");
-    }
+fn publish<K: StoreObject>(sctx: &StoreContext<K>, store: &K, ev: &EventRec) {
+    sctx.events
+        .publish(store.object_ref(&()), ev.type_, &ev.reason, &ev.message);
 }
 
 /// Reconciles one store: finalizer, check, events, status, metrics.
@@ -300,11 +293,11 @@ pub async fn reconcile<K: StoreObject>(
     let (check, caps, maintenance) = check_store(ctx, &info).await;
     let outcome = store_outcome(&check);
     if let Some(ev) = maintenance_event(maintenance, &info.annotations) {
-        publish(&sctx, &*store, &ev).await;
+        publish(&sctx, &*store, &ev);
     }
     let end = finish(&raw, &outcome, caps, Utc::now());
     if let Some(ev) = &end.event {
-        publish(&sctx, &*store, ev).await;
+        publish(&sctx, &*store, ev);
     }
     if let Some(st) = &end.status {
         let patch = serde_json::json!({ "status": st });

@@ -33,8 +33,9 @@ pub fn apply(server: &TestServer, doc: serde_json::Value) -> serde_json::Value {
 }
 
 /// The requests made since the last [`clear`], as `verb resource[/subresource] [namespace/]name`.
+/// Event writes come last (see [`events_last`]).
 pub fn requests(server: &TestServer) -> Vec<String> {
-    server
+    let all = server
         .audit()
         .entries()
         .into_iter()
@@ -51,7 +52,19 @@ pub fn requests(server: &TestServer) -> Vec<String> {
             };
             format!("{} {res} {at}", e.verb)
         })
-        .collect()
+        .collect();
+    events_last(all)
+}
+
+/// Requests with the Event writes moved to the end, in their own order. Events are written in
+/// the background (`common::events::EventSink`), so where they fall among a reconcile's own
+/// requests is not fixed; a test flushes the sink before it looks.
+pub fn events_last(requests: Vec<String>) -> Vec<String> {
+    let (mut rest, events): (Vec<_>, Vec<_>) = requests
+        .into_iter()
+        .partition(|r| !r.split(' ').nth(1).is_some_and(|res| res == "events"));
+    rest.extend(events);
+    rest
 }
 
 /// Forgets the requests made so far.
