@@ -83,11 +83,14 @@ async fn syncs(env: &Env, ns: &str, store: &str) {
     wait_secret_data(env, ns, "app-secret", &[("foo", "value1")]).await;
 }
 
-/// The timestamp of the first JSON log line.
+/// The timestamp (`ts`, a number or a string by the time encoding) of the first JSON log line.
 fn first_timestamp(logs: &str) -> String {
     logs.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find_map(|v| v["timestamp"].as_str().map(str::to_string))
+        .find_map(|v| match v.get("ts")? {
+            serde_json::Value::String(s) => Some(s.clone()),
+            t => Some(t.to_string()),
+        })
         .unwrap_or_else(|| panic!("no JSON log line with a timestamp:\n{logs}"))
 }
 

@@ -18,6 +18,14 @@
 //! is therefore registered as the counter `externalsecret_sync_calls`; the ESO counters whose names do
 //! not end in `_total` (`externalsecret_sync_calls_error`, `externalsecret_provider_api_calls_count`)
 //! use [`PlainCounter`], exposed with type `unknown` so the sample name is exactly ESO's.
+//!
+//! Beside ESO's own metrics, the registry holds what controller-runtime exports in ESO: the
+//! controller and workqueue metrics ([`controller`]), `rest_client_requests_total` ([`rest`]) and
+//! the `process_*` metrics ([`process`]).
+
+pub mod controller;
+pub mod process;
+pub mod rest;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -121,7 +129,8 @@ impl EncodeMetric for PlainCounter {
     }
 }
 
-type FloatGauge = Gauge<f64, AtomicU64>;
+/// A gauge holding an `f64`.
+pub(crate) type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// All metrics of the controller.
 #[derive(Clone)]
@@ -157,6 +166,10 @@ pub struct Metrics {
     pub cps_condition: Family<ConditionLabels, FloatGauge>,
     /// `clusterpushsecret_reconcile_duration`.
     pub cps_duration: Family<ResourceLabels, FloatGauge>,
+    /// controller-runtime's controller and workqueue metrics.
+    pub runtime: controller::RuntimeMetrics,
+    /// `rest_client_requests_total`, fed by [`rest::RestClientMetricsLayer`].
+    pub rest_requests: rest::Requests,
 }
 
 /// The kinds whose reconciles are observed with a `<kind>_status_condition` /
@@ -181,6 +194,14 @@ impl Metrics {
     /// Registers every metric.
     pub fn new() -> Self {
         let mut registry = Registry::default();
+        let runtime = controller::RuntimeMetrics::register(&mut registry);
+        let rest_requests = rest::Requests::default();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            rest_requests.clone(),
+        );
+        registry.register_collector(Box::new(process::ProcessCollector));
         let m = Metrics {
             registry: Arc::new(Registry::default()),
             sync_calls: Family::default(),
@@ -198,6 +219,8 @@ impl Metrics {
             ps_duration: Family::default(),
             cps_condition: Family::default(),
             cps_duration: Family::default(),
+            runtime,
+            rest_requests,
         };
         registry.register(
             "externalsecret_sync_calls",
@@ -278,6 +301,7 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
+        self.runtime.refresh(std::time::Instant::now());
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();

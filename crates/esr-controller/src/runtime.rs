@@ -433,6 +433,10 @@ impl Runtime {
         };
         let css_api: Api<ClusterSecretStore> = Api::all(client.clone());
 
+        let es_metrics = ctx
+            .metrics
+            .runtime
+            .for_kind::<ExternalSecret>(ctx.config.concurrency);
         let (es_reader, es_writer) = reflector::store();
         ctx.first_syncs.attach(es_reader.clone());
         let targets = TargetIndex::default();
@@ -453,6 +457,7 @@ impl Runtime {
             }
         })
         .predicate_filter(es_trigger_hash, Default::default());
+        let es_stream = es_metrics.triggers(es_stream);
 
         let managed = format!("{LABEL_MANAGED}=true");
         // managedFields are dropped before caching: only names, labels, annotations and owner
@@ -491,24 +496,36 @@ impl Runtime {
             .with_config(
                 kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
             )
-            .watches_stream(secret_stream, move |s| {
-                let ns = s.namespace().unwrap_or_default();
-                targets.es_for_secret(&r1, &ns, &s.name_any())
-            })
-            .watches_stream(ss_stream, move |s: SecretStore| {
-                let ns = s.namespace();
-                es_for_store(&r2, StoreKind::SecretStore, ns.as_deref(), &s.name_any())
-            });
+            .watches_stream(
+                secret_stream,
+                es_metrics.mapper(move |s: PartialObjectMeta<Secret>| {
+                    let ns = s.namespace().unwrap_or_default();
+                    targets.es_for_secret(&r1, &ns, &s.name_any())
+                }),
+            )
+            .watches_stream(
+                ss_stream,
+                es_metrics.mapper(move |s: SecretStore| {
+                    let ns = s.namespace();
+                    es_for_store(&r2, StoreKind::SecretStore, ns.as_deref(), &s.name_any())
+                }),
+            );
         // ClusterSecretStores are watched (cluster-wide) only when their reconciler runs.
         if ctx.config.cluster_stores {
-            es_controller =
-                es_controller.watches_stream(css_stream, move |s: ClusterSecretStore| {
+            es_controller = es_controller.watches_stream(
+                css_stream,
+                es_metrics.mapper(move |s: ClusterSecretStore| {
                     es_for_store(&r3, StoreKind::ClusterSecretStore, None, &s.name_any())
-                });
+                }),
+            );
         }
-        let es_controller = es_controller
-            .graceful_shutdown_on(s1)
-            .run(reconcile_es, es_error_policy, ctx.clone())
+        let es_controller = es_controller.graceful_shutdown_on(s1).run(
+            es_metrics.reconciler(reconcile_es),
+            es_metrics.error_policy(es_error_policy),
+            ctx.clone(),
+        );
+        let es_controller = es_metrics
+            .results(es_controller)
             .for_each(|res| async move {
                 if let Err(e) = res {
                     debug!(error = %e, "controller event");

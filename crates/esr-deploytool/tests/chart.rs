@@ -537,3 +537,86 @@ fn openshift_assigns_the_uid() {
     ));
     assert!(pod.is_null() && ctr.is_null());
 }
+
+#[test]
+fn monitoring_objects_follow_the_values() {
+    let off = objects_no_crds(json!({"serviceMonitor": {"enabled": true}}));
+    assert!(find(&off, "PrometheusRule").is_empty());
+    assert!(find(&off, "ConfigMap").is_empty());
+    let ep = &find(&off, "ServiceMonitor")[0]["spec"]["endpoints"][0];
+    assert_eq!(ep["honorLabels"], false);
+    assert!(ep.get("relabelings").is_none() && ep.get("metricRelabelings").is_none());
+
+    let relabel =
+        json!([{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]);
+    let drop = json!([{"sourceLabels": ["__name__"], "regex": "go_.*", "action": "drop"}]);
+    let objs = objects_no_crds(json!({
+        "serviceMonitor": {"enabled": true, "honorLabels": true, "relabelings": relabel,
+                           "metricRelabelings": drop},
+        "grafanaDashboard": {"enabled": true, "annotations": {"grafana_folder": "Secrets"},
+                             "extraLabels": {"team": "platform"}},
+        "prometheusRule": {"enabled": true, "ruleLabels": {"team": "platform"},
+                           "notReadyFor": "30m", "workqueueDepth": 7},
+    }));
+    let ep = &find(&objs, "ServiceMonitor")[0]["spec"]["endpoints"][0];
+    assert_eq!(ep["honorLabels"], true);
+    assert_eq!(ep["relabelings"], relabel);
+    assert_eq!(ep["metricRelabelings"], drop);
+
+    let cm = find(&objs, "ConfigMap")[0];
+    assert_eq!(cm["metadata"]["name"], "esr-dashboard");
+    assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
+    assert_eq!(cm["metadata"]["labels"]["team"], "platform");
+    assert_eq!(cm["metadata"]["annotations"]["grafana_folder"], "Secrets");
+    let dash: Value = serde_json::from_str(cm["data"]["esr.json"].as_str().unwrap()).unwrap();
+    assert_eq!(dash["uid"], "esr-overview");
+    // Grafana's legend templates pass through Helm untouched.
+    assert!(
+        cm["data"]["esr.json"]
+            .as_str()
+            .unwrap()
+            .contains("{{namespace}}")
+    );
+
+    let rule = find(&objs, "PrometheusRule")[0];
+    let rules = rule["spec"]["groups"][0]["rules"].as_array().unwrap();
+    let names: Vec<&str> = rules.iter().map(|r| r["alert"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "ESRExternalSecretSyncErrors",
+            "ESRExternalSecretNotReady",
+            "ESRSecretStoreNotReady",
+            "ESRClusterSecretStoreNotReady",
+            "ESRReconcileLatencyHigh",
+            "ESRWorkqueueDepthGrowing"
+        ]
+    );
+    for r in rules {
+        assert_eq!(r["labels"]["team"], "platform", "{r}");
+        // Prometheus' own templates survive Helm's.
+        assert!(!r["annotations"]["summary"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(rules[1]["for"], "30m");
+    assert!(
+        rules[5]["expr"]
+            .as_str()
+            .unwrap()
+            .contains("workqueue_depth) > 7")
+    );
+    assert!(
+        rules[0]["annotations"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("{{ $labels.namespace }}/{{ $labels.name }}")
+    );
+    // A misspelled threshold is refused by the schema.
+    assert!(
+        render_chart(
+            &chart(),
+            &json!({"installCRDs": false, "prometheusRule": {"enabled": true, "notReadyFor": "ten minutes"}}),
+            &Release::default()
+        )
+        .is_err()
+    );
+}

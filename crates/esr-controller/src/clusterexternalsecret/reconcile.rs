@@ -26,6 +26,7 @@ use crate::common::fanout::{
     patch_fanout_status, refresh_action,
 };
 use crate::common::observe::Observe;
+use crate::metrics::controller::RuntimeMetrics;
 
 /// Errors of a ClusterExternalSecret reconcile (retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -262,9 +263,19 @@ pub async fn reconcile(
 pub async fn run(
     client: Client,
     concurrency: u16,
+    metrics: RuntimeMetrics,
     observe: Option<Observe>,
     namespaces: ReflectHandle<Namespace>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    fanout::run(client, concurrency, observe, namespaces, Ces, shutdown).await;
+    fanout::run(
+        client,
+        concurrency,
+        metrics,
+        observe,
+        namespaces,
+        Ces,
+        shutdown,
+    )
+    .await;
 }

@@ -27,6 +27,7 @@ use crate::common::fanout::{
     patch_fanout_status, refresh_action,
 };
 use crate::common::observe::Observe;
+use crate::metrics::controller::RuntimeMetrics;
 
 /// Errors of a ClusterPushSecret reconcile (retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -278,11 +279,21 @@ pub async fn reconcile(cps: Arc<ClusterPushSecret>, ctx: Arc<CpsContext>) -> Res
 pub async fn run(
     client: Client,
     concurrency: u16,
+    metrics: RuntimeMetrics,
     observe: Option<Observe>,
     namespaces: ReflectHandle<Namespace>,
     instance: Option<String>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let kind = Cps::new(client.clone(), instance);
-    fanout::run(client, concurrency, observe, namespaces, kind, shutdown).await;
+    fanout::run(
+        client,
+        concurrency,
+        metrics,
+        observe,
+        namespaces,
+        kind,
+        shutdown,
+    )
+    .await;
 }

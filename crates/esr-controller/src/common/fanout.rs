@@ -33,6 +33,7 @@ use tracing::{debug, info, warn};
 use crate::common::namespaces::namespace_changes;
 use crate::common::observe::{Observation, Observe, changes, meta_hash, observe_deletions};
 use crate::common::refresh::Backoffs;
+use crate::metrics::controller::RuntimeMetrics;
 
 /// Requeue interval when `refreshTime` is unset.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(3600);
@@ -423,6 +424,7 @@ pub fn error_policy<F: FanOut>(
 pub async fn run<F: FanOut>(
     client: Client,
     concurrency: u16,
+    metrics: RuntimeMetrics,
     observe: Option<Observe>,
     namespaces: ReflectHandle<Namespace>,
     kind: F,
@@ -467,17 +469,26 @@ pub async fn run<F: FanOut>(
     );
     let r1 = parent_reader.clone();
     let r2 = parent_reader.clone();
+    let workqueue = metrics.for_kind::<F::Parent>(concurrency);
     info!("{} controller starting", F::KIND);
-    Controller::for_stream(parent_stream, parent_reader)
+    let controller = Controller::for_stream(workqueue.triggers(parent_stream), parent_reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .watches_shared_stream(ns_stream, move |ns: Arc<Namespace>| {
-            F::parents_for_namespace(&r1, &ns)
-        })
-        .watches_stream(child_stream, move |c: F::Child| {
-            F::parents_for_child(&r2, &c)
-        })
+        .watches_shared_stream(
+            ns_stream,
+            workqueue.mapper(move |ns: Arc<Namespace>| F::parents_for_namespace(&r1, &ns)),
+        )
+        .watches_stream(
+            child_stream,
+            workqueue.mapper(move |c: F::Child| F::parents_for_child(&r2, &c)),
+        )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::<F>, error_policy::<F>, ctx)
+        .run(
+            workqueue.reconciler(reconcile::<F>),
+            workqueue.error_policy(error_policy::<F>),
+            ctx,
+        );
+    workqueue
+        .results(controller)
         .for_each(|res| async move {
             if let Err(e) = res {
                 debug!(error = %e, "{} controller event", F::KIND);

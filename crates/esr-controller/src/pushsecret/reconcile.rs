@@ -15,13 +15,14 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
 use crate::common::events::{EventSink, EventType, Reporter};
 use crate::externalsecret::reconcile::Context;
 use crate::metrics::Observed;
+use crate::metrics::controller::watched;
 use crate::pushsecret::plan::*;
 use crate::pushsecret::source::{
     SelectedStore, SourceError, check_data_to_selectors, load_template_sources, render_template,
@@ -617,11 +618,17 @@ pub async fn run(
     let concurrency = ctx.config.concurrency;
     let metrics = ctx.metrics.clone();
     let pctx = Arc::new(PsContext::new(ctx));
-    let controller = Controller::new(ps_api, watcher::Config::default());
-    controller
+    let workqueue = metrics.runtime.for_kind::<PushSecret>(concurrency);
+    let controller = watched(ps_api, watcher::Config::default(), &workqueue)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, pctx)
+        .run(
+            workqueue.reconciler(reconcile),
+            workqueue.error_policy(error_policy),
+            pctx,
+        );
+    workqueue
+        .results(controller)
         .for_each(|res| {
             let metrics = metrics.clone();
             async move {

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -32,6 +32,7 @@ use super::plan::{
 use crate::common::events::{EventSink, Reporter};
 use crate::externalsecret::plan::EventRec;
 use crate::externalsecret::reconcile::Context;
+use crate::metrics::controller::watched;
 use crate::metrics::{ConditionLabels, Metrics, ResourceLabels};
 
 /// Errors of a store reconcile (retried after 5s).
@@ -331,28 +332,31 @@ async fn run<K: StoreObject>(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let api = K::api(ctx.client.clone(), namespace.as_deref());
-    let mut controller = Controller::new(api, watcher::Config::default());
+    let metrics = ctx.metrics.runtime.for_kind::<K>(ctx.config.concurrency);
+    let mut controller = watched(api, watcher::Config::default(), &metrics);
     let mut ps_cache = None;
     if let Some(ps_ns) = push_secrets {
         let (reader, stream) = push_secret_cache(ctx.client.clone(), ps_ns.as_deref());
         let stores = controller.store();
-        controller = controller.watches_stream(stream, move |ps| stores_for_ps(&stores, &ps));
+        controller = controller.watches_stream(
+            stream,
+            metrics.mapper(move |ps| stores_for_ps(&stores, &ps)),
+        );
         ps_cache = Some(reader);
     }
     let concurrency = ctx.config.concurrency;
-    controller
+    let controller = controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            reconcile::<K>,
-            |_s, e, _ctx| {
+            metrics.reconciler(reconcile::<K>),
+            metrics.error_policy(|_s, e: &Error, _ctx| {
                 warn!(error = %e, kind = ?K::KIND, "store reconcile failed");
                 Action::requeue(Duration::from_secs(5))
-            },
+            }),
             Arc::new(StoreContext::<K>::new(ctx, ps_cache)),
-        )
-        .for_each(|_| async {})
-        .await;
+        );
+    metrics.results(controller).for_each(|_| async {}).await;
 }
 
 /// Runs the two store controllers.

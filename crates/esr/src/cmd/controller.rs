@@ -5,6 +5,7 @@
 //! implemented or accepted with a warning ([`flags`]); docs/cli.md lists them.
 
 mod flags;
+mod logfmt;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use esr_controller::common::observe::{Observation, Observe};
+use esr_controller::metrics::rest::RestClientMetricsLayer;
 use esr_controller::metrics::{Metrics, Observed};
 use esr_controller::runtime::{Config, Runtime};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
@@ -190,7 +192,10 @@ fn init_logging(args: &Args) {
         .with_timer(s.time)
         .with_writer(std::io::stderr);
     let _ = match s.format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Json => builder
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(logfmt::ZapJson { time: s.time })
+            .try_init(),
         LogFormat::Text => builder.try_init(),
     };
     // Once, at start: the ESO flags given that esr accepts without acting on them.
@@ -263,8 +268,19 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     if let Ok(v) = http::HeaderValue::from_str(&agent) {
         config.headers.push((http::header::USER_AGENT, v));
     }
+    let metrics = Metrics::new();
+    // rest_client_requests_total counts the requests that leave the rate limiter.
+    let api_host = config
+        .cluster_url
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .unwrap_or_default();
     let client = kube::client::ClientBuilder::try_from(config.clone())
         .context("building the Kubernetes client")?
+        .with_layer(&RestClientMetricsLayer::new(
+            metrics.rest_requests.clone(),
+            api_host,
+        ))
         .with_layer(&esr_controller::common::ratelimit::RateLimitLayer::new(
             f64::from(args.client_qps),
             args.client_burst,
@@ -322,7 +338,6 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             args.generator_gc_grace_period
         );
     }
-    let metrics = Metrics::new();
     let ces_observe = observer(metrics.clone(), Observed::ClusterExternalSecret);
     let cps_observe = observer(metrics.clone(), Observed::ClusterPushSecret);
     let probes = Probes::default();
@@ -435,6 +450,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .ctx
         .rollouts
         .start(&lease_client, rollout_scope.as_deref());
+    let runtime_metrics = runtime.ctx.metrics.runtime.clone();
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
     let ns_feed = esr_controller::common::namespaces::NamespaceFeed::new();
@@ -447,6 +463,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             tokio::spawn(esr_controller::clusterexternalsecret::reconcile::run(
                 lease_client.clone(),
                 args.concurrent.max(1),
+                runtime_metrics.clone(),
                 Some(ces_observe),
                 namespaces,
                 async move { stopped(rx).await },
@@ -461,6 +478,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             tokio::spawn(esr_controller::clusterpushsecret::reconcile::run(
                 lease_client.clone(),
                 args.concurrent.max(1),
+                runtime_metrics.clone(),
                 Some(cps_observe),
                 namespaces,
                 instance,
