@@ -21,6 +21,7 @@ use super::plan::{
     ApplyStep, MSG_NAMESPACES_FAILED, Steps, Write, ces_for_es, ces_for_namespace, finish,
     namespace_finalizer, ns_view, steps,
 };
+use crate::common::events::kube_error_text;
 use crate::common::fanout::{
     self, FanOut, FanOutContext, Reconciled, controlled_by_kind, delete_child, is_status,
     patch_fanout_status, refresh_action,
@@ -223,7 +224,7 @@ pub async fn execute(ces: &ClusterExternalSecret, ctx: &CesContext) -> Result<Re
             for step in &steps {
                 match apply(ctx, &fin, step).await {
                     Ok(()) => provisioned.push(step.namespace.clone()),
-                    Err(e) => failed.push((step.namespace.clone(), e.to_string())),
+                    Err(e) => failed.push((step.namespace.clone(), kube_error_text(&e))),
                 }
             }
             let end = finish(ces, provisioned, failed);

@@ -32,6 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
+use crate::common::events::kube_error_text;
 use crate::common::fanout::{
     ChildRef, child_matches, child_meta, controller_ref, only_foreign_failures, refresh_from,
     take_over_meta,
@@ -62,7 +63,7 @@ pub type PsRef = ChildRef;
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The API server refused the create or the update.
-    #[error("{ERR_CREATE_OR_UPDATE}: {0}")]
+    #[error("{ERR_CREATE_OR_UPDATE}: {}", kube_error_text(.0))]
     CreateOrUpdate(#[source] kube::Error),
     /// The create conflicted, but the PushSecret was gone when read back.
     #[error("{ERR_CREATE_OR_UPDATE}: PushSecret {namespace}/{name} changed concurrently")]
@@ -79,7 +80,7 @@ pub enum ApplyError {
 
 /// Why deleting a PushSecret failed (its `failedNamespaces` reason).
 #[derive(Debug, thiserror::Error)]
-#[error("{ERR_DELETE_OUTDATED}: {0}")]
+#[error("{ERR_DELETE_OUTDATED}: {}", kube_error_text(.0))]
 pub struct DeleteError(#[source] pub kube::Error);
 
 /// Name of the created PushSecrets (`pushSecretName`, default the ClusterPushSecret's name).

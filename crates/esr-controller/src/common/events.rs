@@ -21,6 +21,12 @@
 //!   with a debug log, as client-go drops events when its broadcaster queue is full.
 //! - **Notes** are capped at 1,024 bytes: the API server refuses an Event whose `note` is longer
 //!   ([`capped_note`]); the event is recorded with the start of the text instead of being lost.
+//!
+//! Kubernetes API errors in user text: [`kube_error_text`] gives the API server's message, as
+//! client-go (and so ESO) prints an error (`secrets "x" is forbidden: ...`). kube's own `Display`
+//! of an API error appends the `Debug` rendering of the whole response, which is not for users;
+//! every kind uses this function wherever a Kubernetes error reaches a status, an event or a
+//! condition message.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -346,6 +352,17 @@ pub fn capped_note(text: &str) -> String {
     format!("{}{CUT}", &text[..end])
 }
 
+/// A Kubernetes API error as client-go prints it: the API server's message (`secrets "x" is
+/// forbidden: ...`), not kube's `Debug` rendering of the whole response. Other errors (transport,
+/// decoding) keep their own text.
+pub fn kube_error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
+        kube::Error::Api(s) => format!("kubernetes API error (HTTP {})", s.code),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,6 +526,26 @@ mod tests {
         // After the TTL every key is forgotten.
         cache.prune(t0 + SignedDuration::from_secs(SERIES_TTL.as_secs() as i64 + 60));
         assert!(cache.entries.is_empty());
+    }
+
+    #[test]
+    fn a_kube_api_error_reads_as_the_api_servers_message() {
+        let status = |code: u16, message: &str| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                message: message.to_string(),
+                reason: "Forbidden".to_string(),
+                ..Default::default()
+            }))
+        };
+        let e = status(403, r#"secrets "db" is forbidden: no"#);
+        // kube's own Display carries the Debug dump of the response.
+        assert!(e.to_string().contains("Status {"), "{e}");
+        assert_eq!(kube_error_text(&e), r#"secrets "db" is forbidden: no"#);
+        assert_eq!(
+            kube_error_text(&status(500, "")),
+            "kubernetes API error (HTTP 500)"
+        );
     }
 
     #[test]

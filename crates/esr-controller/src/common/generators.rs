@@ -56,7 +56,10 @@ pub enum PasswordError {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GeneratorError {
     /// The generator object could not be read.
-    #[error("unable to get generator {kind}/{name}: {source}")]
+    #[error(
+        "unable to get generator {kind}/{name}: {}",
+        crate::common::events::kube_error_text(source)
+    )]
     Get {
         /// The generator kind.
         kind: String,

@@ -15,6 +15,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
+use crate::common::events::kube_error_text;
 use crate::common::refresh::SecretValidity;
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
@@ -175,15 +176,6 @@ pub fn effective_status(cached: &EsStatus, written: Option<&EsStatus>) -> Option
         (None, Some(_)) => Some(w.clone()),
         (Some(c), Some(n)) if n > c => Some(w.clone()),
         _ => None,
-    }
-}
-
-/// A Kubernetes API error as client-go prints it: the API server's message (`secrets "x" is
-/// forbidden: ...`), not kube's `Debug` rendering of the whole response.
-pub fn kube_error_text(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
-        other => other.to_string(),
     }
 }
 

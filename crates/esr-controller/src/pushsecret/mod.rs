@@ -1,5 +1,6 @@
-//! The PushSecret controller: the pure plan ([`plan`]), sources and stores ([`source`]) and the
-//! executor ([`reconcile`]).
+//! The PushSecret controller: the pure plan ([`plan`]), sources and stores ([`source`]), typed
+//! failures ([`error`]) and the executor ([`reconcile`]).
+pub mod error;
 pub mod plan;
 pub mod reconcile;
 pub mod source;

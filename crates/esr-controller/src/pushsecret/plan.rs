@@ -27,18 +27,26 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use esr_api::consts::FINALIZER_PUSHSECRET;
 use esr_api::v1::SecretStoreKind;
 use esr_api::v1alpha1::{
-    PushSecretConversionStrategy, PushSecretData, PushSecretDeletionPolicy, PushSecretMatch,
-    PushSecretRemoteRef, PushSecretRewrite, PushSecretSpec, PushSecretUpdatePolicy,
+    PushSecret, PushSecretConversionStrategy, PushSecretData, PushSecretDeletionPolicy,
+    PushSecretMatch, PushSecretRemoteRef, PushSecretRewrite, PushSecretSpec,
+    PushSecretUpdatePolicy,
 };
 use esr_provider::store::StoreRef;
-use esr_provider::{PushRemoteRef, PushRequest, StoreKind};
+use esr_provider::{ProviderError, PushRemoteRef, PushRequest, StoreKind};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use kube::{Resource, ResourceExt};
 use regex::Regex;
 
-use crate::pushsecret::source::{SelectedStore, data_to_targets};
+use crate::pushsecret::error::{
+    ClientError, DataToError, Failures, KeyCollision, PushError, RewriteError,
+};
+use crate::pushsecret::source::{
+    SelectedStore, StoreCandidate, check_data_to_selectors, data_to_targets,
+};
 
 /// Ready message on success.
 pub const MSG_SYNCED: &str = "PushSecret synced successfully";
@@ -134,7 +142,7 @@ fn kind_of(k: Option<SecretStoreKind>) -> StoreKind {
 /// The stores named in `secretStoreRefs`. Label-selector entries are skipped here (they are
 /// resolved by listing stores, see [`crate::pushsecret::source::resolve_stores`]); an entry with
 /// neither a name nor a label selector is an error.
-pub fn store_refs(spec: &PushSecretSpec) -> Result<Vec<StoreRef>, String> {
+pub fn store_refs(spec: &PushSecretSpec) -> Result<Vec<StoreRef>, PushError> {
     let mut out = Vec::new();
     for r in &spec.secret_store_refs {
         match r.name.as_deref().filter(|n| !n.is_empty()) {
@@ -143,7 +151,7 @@ pub fn store_refs(spec: &PushSecretSpec) -> Result<Vec<StoreRef>, String> {
                 name: n.to_string(),
             }),
             None if r.label_selector.is_some() => {}
-            None => return Err("refStore Name must be provided".to_string()),
+            None => return Err(PushError::NoStoreName),
         }
     }
     Ok(out)
@@ -154,7 +162,7 @@ pub fn entries_for_store(
     spec: &PushSecretSpec,
     store: &StoreRef,
     source: &Secret,
-) -> Result<Vec<PushEntry>, String> {
+) -> Result<Vec<PushEntry>, PushError> {
     entries_for_selected(
         spec,
         &SelectedStore {
@@ -170,21 +178,26 @@ pub fn rewrite_key(
     rewrites: &[PushSecretRewrite],
     key: &str,
     index: usize,
-) -> Result<String, String> {
+) -> Result<String, PushError> {
     let mut out = key.to_string();
+    let failed = |rewrite, cause| PushError::Rewrite {
+        index,
+        rewrite,
+        cause,
+    };
     for (j, rw) in rewrites.iter().enumerate() {
         if let Some(rx) = &rw.regexp {
-            let r = Regex::new(&rx.source)
-                .map_err(|e| format!("dataTo[{index}].rewrite[{j}]: invalid regexp: {e}"))?;
+            let r = Regex::new(&rx.source).map_err(|e| failed(j, RewriteError::Regexp(e)))?;
             out = r.replace_all(&out, rx.target.as_str()).into_owned();
         } else if let Some(t) = &rw.transform {
             out = esr_template::eso::rewrite_transform(&t.template, &out)
-                .map_err(|e| format!("dataTo[{index}].rewrite[{j}]: {e}"))?;
+                .map_err(|e| failed(j, RewriteError::Transform(e)))?;
         }
     }
     if out.is_empty() {
-        return Err(format!(
-            "dataTo[{index}]: empty remote key produced for source key {key:?}"
+        return Err(PushError::data_to(
+            index,
+            DataToError::EmptyRemoteKey(key.to_string()),
         ));
     }
     Ok(out)
@@ -199,7 +212,7 @@ pub fn entries_for_selected(
     spec: &PushSecretSpec,
     store: &SelectedStore,
     source: &Secret,
-) -> Result<Vec<PushEntry>, String> {
+) -> Result<Vec<PushEntry>, PushError> {
     let mut out = Vec::new();
     let mut explicit_keys = std::collections::BTreeSet::new();
     for d in spec.data.iter().flatten() {
@@ -214,12 +227,12 @@ pub fn entries_for_selected(
     }
     for (i, dt) in spec.data_to.iter().flatten().enumerate() {
         let Some(sr) = &dt.store_ref else { continue };
-        if !data_to_targets(sr, store).map_err(|e| format!("dataTo[{i}]: {e}"))? {
+        if !data_to_targets(sr, store).map_err(|e| PushError::data_to(i, e))? {
             continue;
         }
         // Keys are converted (conversionStrategy) before they are matched and rewritten (ESO).
         let keys: Vec<String> = reverse_keys(dt.conversion_strategy, source)
-            .map_err(|e| format!("dataTo[{i}]: conversion failed: {e}"))?
+            .map_err(|e| PushError::data_to(i, DataToError::Conversion(e)))?
             .into_keys()
             .collect();
         let re = match dt
@@ -228,9 +241,9 @@ pub fn entries_for_selected(
             .and_then(|m| m.regexp.as_deref())
             .filter(|r| !r.is_empty())
         {
-            Some(r) => {
-                Some(Regex::new(r).map_err(|e| format!("dataTo[{i}]: invalid match.regexp: {e}"))?)
-            }
+            Some(r) => Some(
+                Regex::new(r).map_err(|e| PushError::data_to(i, DataToError::MatchRegexp(e)))?,
+            ),
             None => None,
         };
         let matched: Vec<String> = keys
@@ -287,11 +300,10 @@ pub fn entries_for_selected(
     let mut seen = std::collections::BTreeSet::new();
     for e in &out {
         if !seen.insert(status_key(&e.remote)) {
-            return Err(format!(
-                "duplicate remote destination {:?} for store {}",
-                status_key(&e.remote),
-                store_key(&store.store)
-            ));
+            return Err(PushError::DuplicateRemote {
+                remote: status_key(&e.remote),
+                store: store_key(&store.store),
+            });
         }
     }
     Ok(out)
@@ -299,14 +311,14 @@ pub fn entries_for_selected(
 
 /// Builds the provider request of an entry. A `match.secretKey` missing from the (converted)
 /// source is `secret key <key> does not exist`, before any provider call (ESO).
-pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, String> {
+pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, PushError> {
     let mut src = source.clone();
-    let converted = reverse_keys(entry.data.conversion_strategy, source)
-        .map_err(|e| format!("could not apply conversion strategy to keys: {e}"))?;
+    let converted =
+        reverse_keys(entry.data.conversion_strategy, source).map_err(PushError::Conversion)?;
     if let Some(k) = entry.secret_key.as_deref().filter(|k| !k.is_empty())
         && !converted.contains_key(k)
     {
-        return Err(format!("secret key {k} does not exist"));
+        return Err(PushError::MissingKey(k.to_string()));
     }
     src.data = Some(match &entry.only_keys {
         Some(only) => converted
@@ -321,7 +333,7 @@ pub fn request(entry: &PushEntry, source: &Secret) -> Result<PushRequest, String
         entry.secret_key.clone(),
         entry.data.metadata.as_ref().map(|m| m.0.clone()),
     )
-    .map_err(|e| e.to_string())
+    .map_err(PushError::Request)
 }
 
 /// `conversionStrategy: ReverseUnicode` on one key: every `_U<4 or 5 hex digits>_` sequence (as
@@ -346,7 +358,7 @@ pub fn reverse_unicode(key: &str) -> String {
 pub fn reverse_keys(
     strategy: Option<PushSecretConversionStrategy>,
     source: &Secret,
-) -> Result<BTreeMap<String, ByteString>, String> {
+) -> Result<BTreeMap<String, ByteString>, KeyCollision> {
     let mut out = BTreeMap::new();
     for (k, v) in source.data.iter().flatten() {
         let key = match strategy {
@@ -354,7 +366,7 @@ pub fn reverse_keys(
             _ => k.clone(),
         };
         if out.insert(key.clone(), v.clone()).is_some() {
-            return Err(format!("secret name collision during conversion: {key}"));
+            return Err(KeyCollision(key));
         }
     }
     Ok(out)
@@ -453,6 +465,599 @@ pub fn synced_patch(old: &Synced, new: &Synced) -> serde_json::Value {
         out.insert(store.clone(), serde_json::Value::Null);
     }
     serde_json::Value::Object(out)
+}
+
+// ------------------------------------------------------------------------------------------------
+// The reconcile as steps
+// ------------------------------------------------------------------------------------------------
+
+/// One thing the executor does, in the order the plan lists them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Replace `metadata.finalizers` (a merge patch guarded by the resourceVersion).
+    SetFinalizers(Vec<String>),
+    /// Record an event on the PushSecret.
+    Event {
+        /// Warning (`true`) or Normal.
+        warning: bool,
+        /// The reason.
+        reason: &'static str,
+        /// The note (capped when published).
+        note: String,
+    },
+    /// Merge-patch the status subresource with this body ([`status_patch`]).
+    Status(serde_json::Value),
+    /// The Ready condition this reconcile reports to the `pushsecret_status_condition` metric.
+    Ready(bool),
+}
+
+/// How a reconcile ends once its steps ran.
+#[derive(Debug)]
+pub enum End {
+    /// Wait for the next change; the text says why (logged at debug level, may be empty).
+    Await(&'static str),
+    /// Run again after this delay.
+    Requeue(Duration),
+    /// The reconcile failed (already recorded in status and events where the plan says so):
+    /// retried with backoff.
+    Fail(Failure),
+}
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Pushed entries could not be deleted while the PushSecret is being deleted.
+    #[error("error deleting secrets: {0}")]
+    Deleting(Failures),
+    /// The push failed.
+    #[error("{0}")]
+    Push(Failures),
+}
+
+/// The steps of one reconcile phase and how it ends.
+#[derive(Debug)]
+pub struct Steps {
+    /// In order.
+    pub steps: Vec<Step>,
+    /// After the steps.
+    pub end: End,
+}
+
+/// What the first phase of a reconcile decided.
+#[derive(Debug)]
+pub enum Admission {
+    /// Run these steps and end.
+    Stop(Steps),
+    /// The PushSecret is being deleted with `deletionPolicy: Delete`: delete these entries from
+    /// their stores, then run [`deleted`].
+    DeleteAll(Vec<(String, PushRemoteRef)>),
+    /// Run these steps (finalizer maintenance) and go on.
+    Proceed(Vec<Step>),
+}
+
+/// The Ready condition's `(status, reason, message)`.
+pub type Condition = (&'static str, &'static str, String);
+
+fn has_finalizer(ps: &PushSecret) -> bool {
+    ps.finalizers().iter().any(|f| f == FINALIZER_PUSHSECRET)
+}
+
+fn deletes_remote(ps: &PushSecret) -> bool {
+    ps.spec.deletion_policy == Some(PushSecretDeletionPolicy::Delete)
+}
+
+fn finalizers_without_ours(ps: &PushSecret) -> Vec<String> {
+    ps.finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER_PUSHSECRET)
+        .cloned()
+        .collect()
+}
+
+/// `status.syncedPushSecrets`.
+pub fn synced_of(ps: &PushSecret) -> Synced {
+    ps.status
+        .as_ref()
+        .and_then(|s| s.synced_push_secrets.clone())
+        .unwrap_or_default()
+}
+
+/// Every entry of `synced`, as (store key, remote).
+pub fn flat(s: &Synced) -> Vec<(String, PushRemoteRef)> {
+    stale_entries(s, &Synced::new())
+}
+
+fn ready_of(ps: &PushSecret) -> Option<&esr_api::v1alpha1::PushSecretStatusCondition> {
+    ps.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+}
+
+fn refresh_time_of(ps: &PushSecret) -> Option<DateTime<Utc>> {
+    let t = ps.status.as_ref()?.refresh_time.as_ref()?;
+    let s = serde_json::to_value(t).ok()?;
+    DateTime::parse_from_rfc3339(s.as_str()?)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
+}
+
+/// The resource version a push is recorded against (generation, labels and annotations).
+pub fn current_rv(ps: &PushSecret) -> String {
+    crate::externalsecret::hash::synced_resource_version(
+        ps.meta().generation.unwrap_or_default(),
+        ps.labels(),
+        ps.annotations(),
+    )
+}
+
+/// The first phase. Every store this PushSecret names belongs to another controller class
+/// (`candidates`, `None` when they could not be read): it is that controller's PushSecret, so
+/// nothing is touched (no finalizer, no remote deletion, no status). Otherwise a PushSecret being
+/// deleted removes what it pushed (`deletionPolicy: Delete`) and its finalizer; a live one gets
+/// the finalizer exactly when its policy is Delete.
+pub fn admit(
+    ps: &PushSecret,
+    candidates: Option<&[StoreCandidate]>,
+    controller_class: &str,
+) -> Admission {
+    let foreign = candidates.is_some_and(|c| {
+        !c.is_empty()
+            && c.iter().all(|c| {
+                c.controller
+                    .as_deref()
+                    .is_some_and(|k| !k.is_empty() && k != controller_class)
+            })
+    });
+    let stop = |steps, why| {
+        Admission::Stop(Steps {
+            steps,
+            end: End::Await(why),
+        })
+    };
+    if foreign {
+        return stop(vec![], "skipping: stores of another controller class");
+    }
+    let (delete, has_fin) = (deletes_remote(ps), has_finalizer(ps));
+    if ps.meta().deletion_timestamp.is_some() {
+        return match (has_fin, delete) {
+            (false, _) => stop(vec![], ""),
+            (true, true) => Admission::DeleteAll(flat(&synced_of(ps))),
+            (true, false) => stop(vec![Step::SetFinalizers(finalizers_without_ours(ps))], ""),
+        };
+    }
+    Admission::Proceed(match (delete, has_fin) {
+        (true, false) => {
+            let mut f = ps.finalizers().to_vec();
+            f.push(FINALIZER_PUSHSECRET.to_string());
+            vec![Step::SetFinalizers(f)]
+        }
+        (false, true) => vec![Step::SetFinalizers(finalizers_without_ours(ps))],
+        _ => vec![],
+    })
+}
+
+/// After [`Admission::DeleteAll`]: the finalizer goes once everything was deleted; otherwise a
+/// Warning event and a retry.
+pub fn deleted(ps: &PushSecret, errors: Failures) -> Steps {
+    if errors.is_empty() {
+        return Steps {
+            steps: vec![Step::SetFinalizers(finalizers_without_ours(ps))],
+            end: End::Await(""),
+        };
+    }
+    let failure = Failure::Deleting(errors);
+    Steps {
+        steps: vec![Step::Event {
+            warning: true,
+            reason: REASON_ERRORED,
+            note: failure.to_string(),
+        }],
+        end: End::Fail(failure),
+    }
+}
+
+/// `Some` when no push is due (the PushSecret is Ready and [`refresh_due`] says wait). As in ESO
+/// this comes before the sources are read, so a generator runs only when a push is due.
+pub fn refresh_skipped(ps: &PushSecret, now: DateTime<Utc>) -> Option<Steps> {
+    if ready_of(ps).is_none_or(|c| c.status != "True") {
+        return None;
+    }
+    let synced_rv = ps
+        .status
+        .as_ref()
+        .and_then(|s| s.synced_resource_version.as_deref());
+    let wait = refresh_due(
+        synced_rv,
+        &current_rv(ps),
+        refresh_time_of(ps),
+        refresh_interval(&ps.spec),
+        now,
+    )
+    .err()?;
+    Some(Steps {
+        steps: vec![Step::Ready(true)],
+        end: wait.map(End::Requeue).unwrap_or(End::Await("")),
+    })
+}
+
+fn time_string(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The status merge patch: the Ready condition (its `lastTransitionTime` kept while the status
+/// does not change), and when given the `syncedPushSecrets` change and the refresh.
+pub fn status_patch(
+    ps: &PushSecret,
+    cond: &Condition,
+    synced: Option<(&Synced, &Synced)>,
+    refreshed: Option<(DateTime<Utc>, String)>,
+    now: DateTime<Utc>,
+) -> serde_json::Value {
+    let ltt = match ready_of(ps) {
+        Some(c) if c.status == cond.0 => c
+            .last_transition_time
+            .as_ref()
+            .and_then(|t| serde_json::to_value(t).ok()),
+        _ => None,
+    }
+    .unwrap_or_else(|| serde_json::Value::String(time_string(now)));
+    let mut st = serde_json::json!({
+        "conditions": [{"type": "Ready", "status": cond.0, "reason": cond.1, "message": cond.2,
+                        "lastTransitionTime": ltt}]
+    });
+    if let Some((old, new)) = synced {
+        st["syncedPushSecrets"] = synced_patch(old, new);
+    }
+    if let Some((t, rv)) = refreshed {
+        st["refreshTime"] = serde_json::Value::String(time_string(t));
+        st["syncedResourceVersion"] = serde_json::Value::String(rv);
+    }
+    serde_json::json!({ "status": st })
+}
+
+/// A failure before anything was pushed: Ready=False `Errored` with the error's text, a Warning
+/// event, and a retry with backoff.
+pub fn failed(ps: &PushSecret, errors: impl Into<Failures>, now: DateTime<Utc>) -> Steps {
+    let failure = Failure::Push(errors.into());
+    let msg = failure.to_string();
+    let cond = ("False", REASON_ERRORED, msg.clone());
+    Steps {
+        steps: vec![
+            Step::Ready(false),
+            Step::Event {
+                warning: true,
+                reason: REASON_ERRORED,
+                note: msg,
+            },
+            Step::Status(status_patch(ps, &cond, None, None, now)),
+        ],
+        end: End::Fail(failure),
+    }
+}
+
+/// What a missing named source Secret leads to (see [`missing_source`]).
+#[derive(Debug)]
+pub enum Missing {
+    /// Run these steps and end.
+    Stop(Steps),
+    /// Delete these entries from their stores, then run [`source_deleted`] with `message`.
+    DeleteAll {
+        /// What was pushed.
+        entries: Vec<(String, PushRemoteRef)>,
+        /// The Ready message.
+        message: String,
+    },
+}
+
+/// The source Secret `name` does not exist.
+pub fn source_missing(ps: &PushSecret, name: &str, now: DateTime<Utc>) -> Missing {
+    let old = synced_of(ps);
+    match missing_source(&ps.spec, name, &old) {
+        MissingSource::Errored => Missing::Stop(failed(ps, PushError::NoSource, now)),
+        MissingSource::SourceDeleted(message) => Missing::DeleteAll {
+            entries: flat(&old),
+            message,
+        },
+    }
+}
+
+/// After [`Missing::DeleteAll`]: Ready=False `SourceDeleted`; `syncedPushSecrets` is emptied
+/// when every entry was deleted (`deleted_all`), kept otherwise; requeued after the interval.
+pub fn source_deleted(
+    ps: &PushSecret,
+    message: String,
+    deleted_all: bool,
+    now: DateTime<Utc>,
+) -> Steps {
+    let old = synced_of(ps);
+    let remaining = if deleted_all {
+        Synced::new()
+    } else {
+        old.clone()
+    };
+    let cond = ("False", REASON_SOURCE_DELETED, message.clone());
+    Steps {
+        steps: vec![
+            Step::Event {
+                warning: true,
+                reason: REASON_SOURCE_DELETED,
+                note: message,
+            },
+            Step::Status(status_patch(ps, &cond, Some((&old, &remaining)), None, now)),
+            Step::Ready(false),
+        ],
+        end: End::Requeue(refresh_interval(&ps.spec).max(Duration::from_secs(1))),
+    }
+}
+
+/// After the stores are selected: `Some` when the reconcile stops. ESO: no store is managed by
+/// this controller (or all are being deleted) means nothing to do until the next refresh; a
+/// `dataTo[]` label selector matching none of the stores is an error.
+pub fn stores_selected(
+    ps: &PushSecret,
+    stores: &[SelectedStore],
+    now: DateTime<Utc>,
+) -> Option<Steps> {
+    if stores.is_empty() {
+        return Some(Steps {
+            steps: vec![],
+            end: End::Requeue(refresh_interval(&ps.spec).max(Duration::from_secs(1))),
+        });
+    }
+    check_data_to_selectors(&ps.spec, stores)
+        .err()
+        .map(|e| failed(ps, e, now))
+}
+
+/// The pushes to one store, in order.
+pub struct StorePush {
+    /// The store.
+    pub store: StoreRef,
+    /// One per entry and source.
+    pub ops: Vec<PushOp>,
+}
+
+/// One push of [`StorePush`].
+pub enum PushOp {
+    /// Push `request`; with `updatePolicy: IfNotExists` (`only_if_absent`) only when the remote
+    /// secret does not exist.
+    Push {
+        /// The status key (`<remoteKey>[/<property>]`).
+        key: String,
+        /// What to push.
+        request: Box<PushRequest>,
+        /// The entry recorded in `syncedPushSecrets`.
+        data: PushSecretData,
+        /// `updatePolicy: IfNotExists`.
+        only_if_absent: bool,
+    },
+    /// The entries or the request could not be built (reported without a provider call).
+    Invalid(PushError),
+}
+
+/// What the executor saw for one [`StorePush`].
+#[derive(Debug)]
+pub enum StoreOutcome {
+    /// The store is not used (another controller class): nothing was pushed.
+    Skipped,
+    /// No client could be built: nothing was pushed.
+    NoClient(ClientError),
+    /// The client ran the ops: one outcome per op, in order.
+    Ran(Vec<OpOutcome>),
+}
+
+/// What happened to one [`PushOp`].
+#[derive(Debug)]
+pub enum OpOutcome {
+    /// Pushed.
+    Pushed,
+    /// `IfNotExists` and the remote secret exists: left unchanged.
+    Existing,
+    /// `IfNotExists` and the existence check failed.
+    ExistsFailed(ProviderError),
+    /// The provider refused the push.
+    Failed(ProviderError),
+    /// An [`PushOp::Invalid`] (nothing to run).
+    Invalid,
+}
+
+/// The pushes: for every store, every source (in name order) with the same entries. The source
+/// key is checked before the provider is called (ESO).
+pub fn push_plan(
+    spec: &PushSecretSpec,
+    stores: &[SelectedStore],
+    sources: &[Secret],
+) -> Vec<StorePush> {
+    let only_if_absent = spec.update_policy == Some(PushSecretUpdatePolicy::IfNotExists);
+    stores
+        .iter()
+        .map(|sel| {
+            let mut ops = Vec::new();
+            for source in sources {
+                let entries = match entries_for_selected(spec, sel, source) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        ops.push(PushOp::Invalid(e));
+                        continue;
+                    }
+                };
+                for e in entries {
+                    ops.push(match request(&e, source) {
+                        Ok(request) => PushOp::Push {
+                            key: status_key(&e.remote),
+                            request: Box::new(request),
+                            data: e.data,
+                            only_if_absent,
+                        },
+                        Err(err) => PushOp::Invalid(PushError::Prepare(Box::new(err))),
+                    });
+                }
+            }
+            StorePush {
+                store: sel.store.clone(),
+                ops,
+            }
+        })
+        .collect()
+}
+
+/// The result of a push pass: the new `syncedPushSecrets` and the failures, in order.
+#[derive(Debug)]
+pub struct Pushed {
+    /// What is pushed now.
+    pub synced: Synced,
+    /// What failed.
+    pub errors: Vec<PushError>,
+}
+
+/// Folds the outcomes of [`push_plan`] into the new `syncedPushSecrets`. An entry that failed,
+/// or exists remotely under `IfNotExists`, keeps what was synced before (if anything), so it is
+/// not considered stale; a store without a client keeps all its entries.
+pub fn pushed(old: &Synced, plan: Vec<StorePush>, outcomes: Vec<StoreOutcome>) -> Pushed {
+    let mut new = Synced::new();
+    let mut errors = Vec::new();
+    for (sp, outcome) in plan.into_iter().zip(outcomes) {
+        let skey = store_key(&sp.store);
+        let previous = old.get(&skey);
+        let results = match outcome {
+            StoreOutcome::Skipped => continue,
+            StoreOutcome::NoClient(cause) => {
+                errors.push(PushError::PushClient {
+                    store: sp.store.name.clone(),
+                    cause,
+                });
+                if let Some(o) = previous {
+                    new.insert(skey, o.clone());
+                }
+                continue;
+            }
+            StoreOutcome::Ran(r) => r,
+        };
+        let mut slot = BTreeMap::new();
+        for (op, result) in sp.ops.into_iter().zip(results) {
+            let (key, data) = match op {
+                PushOp::Invalid(e) => {
+                    errors.push(e);
+                    continue;
+                }
+                PushOp::Push { key, data, .. } => (key, data),
+            };
+            let keep_old = |slot: &mut BTreeMap<String, PushSecretData>, key: String| {
+                if let Some(d) = previous.and_then(|m| m.get(&key)) {
+                    slot.insert(key, d.clone());
+                }
+            };
+            match result {
+                OpOutcome::Pushed => {
+                    slot.insert(key, data);
+                }
+                OpOutcome::Existing => keep_old(&mut slot, key),
+                OpOutcome::ExistsFailed(e) => errors.push(PushError::Exists(e)),
+                OpOutcome::Failed(cause) => {
+                    errors.push(PushError::Push {
+                        remote: key.clone(),
+                        store: sp.store.name.clone(),
+                        cause,
+                    });
+                    keep_old(&mut slot, key);
+                }
+                OpOutcome::Invalid => {}
+            }
+        }
+        if !slot.is_empty() {
+            new.insert(skey, slot);
+        }
+    }
+    Pushed {
+        synced: new,
+        errors,
+    }
+}
+
+/// With `deletionPolicy: Delete` and a clean push, the entries pushed before and not now, to
+/// delete from their stores. With `deletionPolicy: None` entries removed from the spec are
+/// forgotten, never deleted.
+pub fn stale_after(ps: &PushSecret, old: &Synced, pushed: &Pushed) -> Vec<(String, PushRemoteRef)> {
+    if deletes_remote(ps) && pushed.errors.is_empty() {
+        stale_entries(old, &pushed.synced)
+    } else {
+        Vec::new()
+    }
+}
+
+/// After deleting `stale`: when some deletes failed, every stale entry stays in
+/// `syncedPushSecrets` (to be deleted again) and the failures are added.
+pub fn stale_deleted(
+    old: &Synced,
+    pushed: &mut Pushed,
+    stale: &[(String, PushRemoteRef)],
+    errors: Vec<PushError>,
+) {
+    if errors.is_empty() {
+        return;
+    }
+    for (store, r) in stale {
+        if let Some(d) = old.get(store).and_then(|m| m.get(&status_key(r))) {
+            pushed
+                .synced
+                .entry(store.clone())
+                .or_default()
+                .insert(status_key(r), d.clone());
+        }
+    }
+    pushed.errors.extend(errors);
+}
+
+/// The end of a push: Ready=False `Errored` with every failure and a retry, or Ready=True with
+/// the refresh recorded, a `Synced` event when the PushSecret becomes Ready or what is pushed
+/// changed, and the next refresh.
+pub fn finish(ps: &PushSecret, old: &Synced, pushed: Pushed, now: DateTime<Utc>) -> Steps {
+    let Pushed {
+        synced: new,
+        errors,
+    } = pushed;
+    if !errors.is_empty() {
+        let failure = Failure::Push(Failures(errors));
+        let msg = failure.to_string();
+        let cond = ("False", REASON_ERRORED, msg.clone());
+        return Steps {
+            steps: vec![
+                Step::Ready(false),
+                Step::Event {
+                    warning: true,
+                    reason: REASON_ERRORED,
+                    note: msg,
+                },
+                Step::Status(status_patch(ps, &cond, Some((old, &new)), None, now)),
+            ],
+            end: End::Fail(failure),
+        };
+    }
+    let cond = ready_condition(ps.spec.update_policy.unwrap_or_default());
+    let was_ready = ready_of(ps)
+        .is_some_and(|c| c.status == "True" && c.message.as_deref() == Some(cond.2.as_str()));
+    let refreshed = Some((now, current_rv(ps)));
+    let mut steps = vec![
+        Step::Status(status_patch(ps, &cond, Some((old, &new)), refreshed, now)),
+        Step::Ready(true),
+    ];
+    if !was_ready || *old != new {
+        steps.push(Step::Event {
+            warning: false,
+            reason: REASON_SYNCED,
+            note: cond.2,
+        });
+    }
+    let interval = refresh_interval(&ps.spec);
+    Steps {
+        steps,
+        end: if interval.is_zero() {
+            End::Await("")
+        } else {
+            End::Requeue(interval)
+        },
+    }
 }
 
 #[cfg(test)]

@@ -91,6 +91,7 @@ fn data_to_match_rewrite_and_bundle() {
     assert!(
         entries_for_store(&bad, &ss("s"), &source())
             .unwrap_err()
+            .to_string()
             .contains("invalid match.regexp")
     );
     // Two entries to the same remote are rejected.
@@ -102,6 +103,7 @@ fn data_to_match_rewrite_and_bundle() {
     assert!(
         entries_for_store(&dup, &ss("s"), &source())
             .unwrap_err()
+            .to_string()
             .contains("duplicate")
     );
 }
@@ -187,7 +189,7 @@ fn conditions_and_defaults() {
     assert_eq!(store_refs(&s).unwrap(), vec![ss("n")]);
     let bad = spec(json!({"secretStoreRefs": [{}], "selector": {"secret": {"name": "src"}}}));
     assert_eq!(
-        store_refs(&bad).unwrap_err(),
+        store_refs(&bad).unwrap_err().to_string(),
         "refStore Name must be provided"
     );
     assert_eq!(refresh_interval(&s), DEFAULT_REFRESH);
@@ -240,7 +242,10 @@ fn source_selection_follows_eso_order() {
         other => panic!("{other:?}"),
     }
     let none = spec(json!({"secretStoreRefs": [], "selector": {"secret": {}}}));
-    assert_eq!(source_of(&none).unwrap_err(), "no secret selector provided");
+    assert_eq!(
+        source_of(&none).unwrap_err().to_string(),
+        "no secret selector provided"
+    );
     // A generator's output becomes the data of an in-memory Secret, pushed like any other.
     assert_eq!(generator_consumer("ns", "ps"), "PushSecret/ns/ps");
     let g = generated_secret("ns", [("password".to_string(), b"pw1".to_vec())].into());
@@ -319,6 +324,7 @@ fn data_to_store_refs_by_name_or_labels() {
             &prod
         )
         .unwrap_err()
+        .to_string()
         .starts_with("invalid labelSelector")
     );
     // entries_for_selected: only the label-selected store gets the dataTo keys.
@@ -347,19 +353,27 @@ fn data_to_validation_messages() {
     // ESO: a named storeRef must be named in secretStoreRefs, even when a label-selector entry
     // of the same kind is listed too.
     assert_eq!(
-        v(json!({"storeRef": {"name": "any", "kind": "ClusterSecretStore"}})).unwrap_err(),
+        v(json!({"storeRef": {"name": "any", "kind": "ClusterSecretStore"}}))
+            .unwrap_err()
+            .to_string(),
         "dataTo[0]: storeRef \"any\" not found in secretStoreRefs"
     );
     assert_eq!(
-        v(json!({"storeRef": {"name": "t"}})).unwrap_err(),
+        v(json!({"storeRef": {"name": "t"}}))
+            .unwrap_err()
+            .to_string(),
         "dataTo[0]: storeRef \"t\" not found in secretStoreRefs"
     );
     assert_eq!(
-        v(json!({"match": {"regexp": "x"}})).unwrap_err(),
+        v(json!({"match": {"regexp": "x"}}))
+            .unwrap_err()
+            .to_string(),
         "dataTo[0]: storeRef is required"
     );
     assert_eq!(
-        v(json!({"storeRef": {"kind": "SecretStore"}})).unwrap_err(),
+        v(json!({"storeRef": {"kind": "SecretStore"}}))
+            .unwrap_err()
+            .to_string(),
         "dataTo[0]: storeRef must have name or labelSelector"
     );
 }
@@ -394,6 +408,7 @@ fn rewrite_transform_and_explicit_data_wins() {
     assert!(
         entries_for_store(&empty, &ss("s"), &source())
             .unwrap_err()
+            .to_string()
             .contains("empty remote key")
     );
     let bad = spec(
@@ -403,6 +418,7 @@ fn rewrite_transform_and_explicit_data_wins() {
     assert!(
         entries_for_store(&bad, &ss("s"), &source())
             .unwrap_err()
+            .to_string()
             .starts_with("dataTo[0].rewrite[0]: unable to parse transform template")
     );
     assert_eq!(rewrite_key(&[], "k", 0).unwrap(), "k");
@@ -444,7 +460,9 @@ fn template_renders_over_the_source_secret() {
     // Errors name the key, never the values.
     let bad: esr_api::v1::ExternalSecretTemplate =
         serde_json::from_value(json!({"data": {"k": "{{ .missing }}"}})).unwrap();
-    let err = render_template(&bad, &source(), &sources).unwrap_err();
+    let err = render_template(&bad, &source(), &sources)
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("could not execute template"), "{err}");
     assert!(!err.contains("CERT") && !err.contains("KEY"), "{err}");
 }
@@ -553,7 +571,7 @@ fn reverse_unicode_conversion_of_keys() {
     let e = entries_for_store(&s, &ss("s"), &src).unwrap();
     assert_eq!(request(&e[0], &src).unwrap().value, b"value");
     assert_eq!(
-        request(&e[1], &src).unwrap_err(),
+        request(&e[1], &src).unwrap_err().to_string(),
         "secret key some-array[0].entity does not exist"
     );
     // dataTo: keys are converted before matching and rewriting.
@@ -571,7 +589,9 @@ fn reverse_unicode_conversion_of_keys() {
     )
     .unwrap();
     assert_eq!(
-        reverse_keys(Some(PushSecretConversionStrategy::ReverseUnicode), &clash).unwrap_err(),
+        reverse_keys(Some(PushSecretConversionStrategy::ReverseUnicode), &clash)
+            .unwrap_err()
+            .to_string(),
         "secret name collision during conversion: a.b"
     );
 }
@@ -586,7 +606,9 @@ fn data_to_selector_must_match_a_resolved_store() {
     let dev = sel("s2", StoreKind::SecretStore, &[("env", "dev")]);
     assert!(check_data_to_selectors(&s, std::slice::from_ref(&prod)).is_ok());
     assert_eq!(
-        check_data_to_selectors(&s, std::slice::from_ref(&dev)).unwrap_err(),
+        check_data_to_selectors(&s, std::slice::from_ref(&dev))
+            .unwrap_err()
+            .to_string(),
         "dataTo[0]: storeRef labelSelector does not match any store in secretStoreRefs"
     );
     assert!(check_data_to_selectors(&s, &[]).is_err());
@@ -642,7 +664,218 @@ fn missing_source_key_fails_before_the_provider() {
     );
     let e = entries_for_store(&s, &ss("s"), &source()).unwrap();
     assert_eq!(
-        request(&e[0], &source()).unwrap_err(),
+        request(&e[0], &source()).unwrap_err().to_string(),
         "secret key nope does not exist"
     );
+}
+
+fn at(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap()
+}
+
+fn finalizer_steps(steps: &[Step]) -> Vec<Vec<String>> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::SetFinalizers(f) => Some(f.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn admission_keeps_foreign_push_secrets_untouched_and_manages_the_finalizer() {
+    let fin = FINALIZER_PUSHSECRET.to_string();
+    let live = |policy: &str, finalizers: &[&str]| {
+        ps(
+            json!({"metadata": {"name": "p", "namespace": "a", "finalizers": finalizers},
+                  "spec": {"deletionPolicy": policy, "secretStoreRefs": [{"name": "s"}],
+                           "selector": {"secret": {"name": "src"}}}}),
+        )
+    };
+    let candidate = |controller: Option<&str>| StoreCandidate {
+        store: ss("s"),
+        labels: BTreeMap::new(),
+        deleting: false,
+        controller: controller.map(str::to_string),
+    };
+    let proceed = |a: Admission| match a {
+        Admission::Proceed(steps) => finalizer_steps(&steps),
+        other => panic!("{other:?}"),
+    };
+    // Delete policy without the finalizer: it is added; None with it: it is removed.
+    assert_eq!(
+        proceed(admit(&live("Delete", &["x"]), None, "")),
+        vec![vec!["x".to_string(), fin.clone()]]
+    );
+    assert_eq!(
+        proceed(admit(&live("None", &["x", &fin]), None, "")),
+        vec![vec!["x".to_string()]]
+    );
+    assert!(proceed(admit(&live("Delete", &[&fin]), None, "")).is_empty());
+    // Every store of another class: nothing at all, even for a PushSecret being deleted.
+    let foreign = [candidate(Some("other"))];
+    match admit(&live("Delete", &[]), Some(&foreign), "") {
+        Admission::Stop(s) => assert!(s.steps.is_empty() && matches!(s.end, End::Await(_))),
+        other => panic!("{other:?}"),
+    }
+    let mixed = [candidate(Some("other")), candidate(None)];
+    assert!(matches!(
+        admit(&live("Delete", &[&fin]), Some(&mixed), ""),
+        Admission::Proceed(_)
+    ));
+    // Being deleted with Delete: everything pushed is deleted first; the finalizer goes only
+    // when that worked.
+    let deleting = ps(
+        json!({"metadata": {"name": "p", "namespace": "a", "finalizers": ["x", fin],
+                                 "deletionTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"deletionPolicy": "Delete", "secretStoreRefs": [{"name": "s"}],
+                 "selector": {"secret": {"name": "src"}}},
+        "status": {"syncedPushSecrets": {"SecretStore/s": {"r": {"match": {"remoteRef": {"remoteKey": "r"}}}}}}}),
+    );
+    match admit(&deleting, None, "") {
+        Admission::DeleteAll(e) => assert_eq!(
+            e,
+            vec![("SecretStore/s".to_string(), PushRemoteRef::new("r"))]
+        ),
+        other => panic!("{other:?}"),
+    }
+    let done = deleted(&deleting, Failures::default());
+    assert_eq!(finalizer_steps(&done.steps), vec![vec!["x".to_string()]]);
+    let failed = deleted(&deleting, Failures(vec![PushError::MissingKey("k".into())]));
+    assert!(finalizer_steps(&failed.steps).is_empty());
+    match failed.end {
+        End::Fail(f) => assert_eq!(
+            f.to_string(),
+            "error deleting secrets: secret key k does not exist"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn push_outcomes_fold_into_synced_entries_and_errors_in_order() {
+    let s = spec(json!({"secretStoreRefs": [{"name": "s"}, {"name": "t"}],
+        "selector": {"secret": {"name": "src"}}, "updatePolicy": "IfNotExists",
+        "data": [{"match": {"secretKey": "tls.crt", "remoteRef": {"remoteKey": "crt"}}},
+                 {"match": {"secretKey": "tls.key", "remoteRef": {"remoteKey": "key"}}},
+                 {"match": {"secretKey": "nope", "remoteRef": {"remoteKey": "gone"}}}]}));
+    let stores = [
+        sel("s", StoreKind::SecretStore, &[]),
+        sel("t", StoreKind::SecretStore, &[]),
+    ];
+    let plan = push_plan(&s, &stores, &[source()]);
+    assert_eq!(plan.len(), 2);
+    assert!(plan[0].ops.iter().all(|o| match o {
+        PushOp::Push { only_if_absent, .. } => *only_if_absent,
+        PushOp::Invalid(_) => true,
+    }));
+    assert!(matches!(
+        &plan[0].ops[2],
+        PushOp::Invalid(PushError::Prepare(_))
+    ));
+    let entry = |k: &str| -> PushSecretData {
+        serde_json::from_value(json!({"match": {"secretKey": k, "remoteRef": {"remoteKey": k}}}))
+            .unwrap()
+    };
+    let old: Synced = BTreeMap::from([
+        (
+            "SecretStore/s".to_string(),
+            BTreeMap::from([("key".to_string(), entry("old-key"))]),
+        ),
+        (
+            "SecretStore/t".to_string(),
+            BTreeMap::from([("crt".to_string(), entry("old-crt"))]),
+        ),
+    ]);
+    let outcomes = vec![
+        StoreOutcome::Ran(vec![
+            OpOutcome::Pushed,
+            OpOutcome::Failed(ProviderError::transient("down")),
+            OpOutcome::Invalid,
+        ]),
+        StoreOutcome::NoClient(ClientError::Provider(ProviderError::auth("denied"))),
+    ];
+    let p = pushed(&old, plan, outcomes);
+    // Pushed entries are new; a failed one keeps what was synced; a store without a client
+    // keeps all its entries.
+    assert_eq!(
+        p.synced["SecretStore/s"]["crt"]
+            .match_
+            .secret_key
+            .as_deref(),
+        Some("tls.crt")
+    );
+    assert_eq!(p.synced["SecretStore/s"]["key"], entry("old-key"));
+    assert_eq!(p.synced["SecretStore/t"], old["SecretStore/t"]);
+    let texts: Vec<String> = p.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "set secret failed: could not write remote ref key to target secretstore s: down",
+            "set secret failed: secret key nope does not exist",
+            "could not get secrets client for store t: denied",
+        ]
+    );
+    // The failures end the reconcile: Ready=False with every text joined, no refresh recorded.
+    let obj = ps(json!({"metadata": {"name": "p", "namespace": "a"}, "spec": s}));
+    let end = finish(&obj, &old, p, at(0));
+    assert!(matches!(end.steps[0], Step::Ready(false)));
+    match &end.steps[2] {
+        Step::Status(patch) => {
+            assert_eq!(patch["status"]["conditions"][0]["reason"], "Errored");
+            assert_eq!(
+                patch["status"]["conditions"][0]["message"],
+                texts.join("; ")
+            );
+            assert!(patch["status"].get("refreshTime").is_none());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(end.end, End::Fail(Failure::Push(_))));
+}
+
+#[test]
+fn a_clean_push_records_the_refresh_and_announces_only_changes() {
+    let s = json!({"refreshInterval": "10s", "secretStoreRefs": [{"name": "s"}],
+                   "selector": {"secret": {"name": "src"}}});
+    let fresh = ps(json!({"metadata": {"name": "p", "namespace": "a"}, "spec": s}));
+    let ok = |obj: &PushSecret, old: &Synced, new: Synced| {
+        finish(
+            obj,
+            old,
+            Pushed {
+                synced: new,
+                errors: vec![],
+            },
+            at(0),
+        )
+    };
+    let synced: Synced = BTreeMap::from([("SecretStore/s".to_string(), BTreeMap::new())]);
+    let first = ok(&fresh, &Synced::new(), synced.clone());
+    match &first.steps[0] {
+        Step::Status(patch) => {
+            assert_eq!(patch["status"]["conditions"][0]["status"], "True");
+            assert_eq!(patch["status"]["refreshTime"], "2023-11-14T22:13:20Z");
+            assert_eq!(patch["status"]["syncedResourceVersion"], current_rv(&fresh));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(first.steps[1], Step::Ready(true)));
+    assert!(matches!(
+        &first.steps[2],
+        Step::Event {
+            warning: false,
+            reason: REASON_SYNCED,
+            ..
+        }
+    ));
+    assert!(matches!(first.end, End::Requeue(d) if d == Duration::from_secs(10)));
+    // Already Ready with the same message and nothing changed: no event.
+    let ready = ps(
+        json!({"metadata": {"name": "p", "namespace": "a"}, "spec": s,
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Synced",
+                                   "message": MSG_SYNCED}]}}),
+    );
+    assert_eq!(ok(&ready, &synced, synced.clone()).steps.len(), 2);
 }

@@ -28,6 +28,7 @@ use kube::core::Selector;
 use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::common::generators::{Generated, Generators};
+use crate::pushsecret::error::{DataToError, PushError, TemplateFromError};
 
 /// Name of the in-memory Secret that carries a generator's output (ESO's name).
 pub const GENERATED_SECRET_NAME: &str = "___generated-secret";
@@ -45,7 +46,7 @@ pub enum Source<'a> {
 }
 
 /// The source of a spec (ESO: `no secret selector provided` when none is set).
-pub fn source_of(spec: &PushSecretSpec) -> Result<Source<'_>, String> {
+pub fn source_of(spec: &PushSecretSpec) -> Result<Source<'_>, PushError> {
     let secret = spec.selector.secret.as_ref();
     if let Some(n) = secret
         .and_then(|s| s.name.as_deref())
@@ -59,7 +60,7 @@ pub fn source_of(spec: &PushSecretSpec) -> Result<Source<'_>, String> {
     if let Some(sel) = secret.and_then(|s| s.selector.as_ref()) {
         return Ok(Source::Selector(sel));
     }
-    Err("no secret selector provided".to_string())
+    Err(PushError::NoSelector)
 }
 
 /// The consumer key of a PushSecret's generator (see `GenerateRequest::consumer`).
@@ -130,7 +131,7 @@ pub fn select_stores(
 
 /// Whether a `dataTo[].storeRef` targets `store` (ESO: the name wins over the label selector; the
 /// kind defaults to `SecretStore`).
-pub fn data_to_targets(r: &PushSecretStoreRef, store: &SelectedStore) -> Result<bool, String> {
+pub fn data_to_targets(r: &PushSecretStoreRef, store: &SelectedStore) -> Result<bool, DataToError> {
     let kind_ok = kind_or_default(r.kind) == store.store.kind;
     if let Some(n) = r.name.as_deref().filter(|n| !n.is_empty()) {
         return Ok(kind_ok && n == store.store.name);
@@ -138,24 +139,21 @@ pub fn data_to_targets(r: &PushSecretStoreRef, store: &SelectedStore) -> Result<
     match &r.label_selector {
         None => Ok(false),
         Some(sel) => Ok(kind_ok
-            && label_selector_matches(sel, &store.labels)
-                .map_err(|e| format!("invalid labelSelector: {e}"))?),
+            && label_selector_matches(sel, &store.labels).map_err(DataToError::LabelSelector)?),
     }
 }
 
 /// ESO's `validateDataToStoreRefs`: every `dataTo[]` has a `storeRef` with a name or a label
 /// selector, and a named one must be named in `secretStoreRefs` (with the same kind); a
 /// label-selector entry in `secretStoreRefs` does not stand in for it.
-pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), String> {
+pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), PushError> {
     for (i, d) in spec.data_to.iter().flatten().enumerate() {
         let Some(sr) = &d.store_ref else {
-            return Err(format!("dataTo[{i}]: storeRef is required"));
+            return Err(PushError::data_to(i, DataToError::NoStoreRef));
         };
         let name = sr.name.as_deref().filter(|n| !n.is_empty());
         if name.is_none() && sr.label_selector.is_none() {
-            return Err(format!(
-                "dataTo[{i}]: storeRef must have name or labelSelector"
-            ));
+            return Err(PushError::data_to(i, DataToError::NoStoreName));
         }
         if let Some(n) = name {
             let kind = kind_or_default(sr.kind);
@@ -164,8 +162,9 @@ pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), String> {
                 .iter()
                 .any(|r| kind_or_default(r.kind) == kind && r.name.as_deref() == Some(n));
             if !listed {
-                return Err(format!(
-                    "dataTo[{i}]: storeRef {n:?} not found in secretStoreRefs"
+                return Err(PushError::data_to(
+                    i,
+                    DataToError::NotInStoreRefs(n.to_string()),
                 ));
             }
         }
@@ -178,7 +177,7 @@ pub fn validate_data_to(spec: &PushSecretSpec) -> Result<(), String> {
 pub fn check_data_to_selectors(
     spec: &PushSecretSpec,
     stores: &[SelectedStore],
-) -> Result<(), String> {
+) -> Result<(), PushError> {
     for (i, d) in spec.data_to.iter().flatten().enumerate() {
         let Some(sr) = &d.store_ref else { continue };
         if sr.name.as_deref().is_some_and(|n| !n.is_empty()) || sr.label_selector.is_none() {
@@ -186,15 +185,13 @@ pub fn check_data_to_selectors(
         }
         let mut matched = false;
         for st in stores {
-            if data_to_targets(sr, st).map_err(|e| format!("dataTo[{i}]: {e}"))? {
+            if data_to_targets(sr, st).map_err(|e| PushError::data_to(i, e))? {
                 matched = true;
                 break;
             }
         }
         if !matched {
-            return Err(format!(
-                "dataTo[{i}]: storeRef labelSelector does not match any store in secretStoreRefs"
-            ));
+            return Err(PushError::data_to(i, DataToError::NoStoreMatches));
         }
     }
     Ok(())
@@ -276,7 +273,7 @@ pub fn render_template(
     template: &ExternalSecretTemplate,
     source: &Secret,
     sources: &esr_template::eso::TemplateSources,
-) -> Result<Secret, String> {
+) -> Result<Secret, esr_template::TemplateError> {
     use esr_template::eso::{RenderInput, RenderedSecret, render_secret};
     let data: BTreeMap<String, Vec<u8>> = source
         .data
@@ -298,8 +295,7 @@ pub fn render_template(
         base: &base,
         es_labels: &empty,
         es_annotations: &empty,
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let mut s = source.clone();
     s.data = Some(
         out.data
@@ -323,7 +319,7 @@ pub async fn load_template_sources(
     kube: &dyn KubeAccess,
     namespace: &str,
     template: &ExternalSecretTemplate,
-) -> Result<esr_template::eso::TemplateSources, String> {
+) -> Result<esr_template::eso::TemplateSources, TemplateFromError> {
     let mut out = esr_template::eso::TemplateSources::default();
     for tf in template.template_from.iter().flatten() {
         if let Some(cm) = &tf.config_map
@@ -332,8 +328,8 @@ pub async fn load_template_sources(
             let c = kube
                 .get_config_map(namespace, &cm.name)
                 .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("configmaps {:?} not found", cm.name))?;
+                .map_err(TemplateFromError::Read)?
+                .ok_or_else(|| TemplateFromError::ConfigMapNotFound(cm.name.clone()))?;
             out.config_maps
                 .insert(cm.name.clone(), c.data.unwrap_or_default());
         }
@@ -343,8 +339,8 @@ pub async fn load_template_sources(
             let s = kube
                 .get_secret(namespace, &sr.name)
                 .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("secrets {:?} not found", sr.name))?;
+                .map_err(TemplateFromError::Read)?
+                .ok_or_else(|| TemplateFromError::SecretNotFound(sr.name.clone()))?;
             out.secrets.insert(
                 sr.name.clone(),
                 s.data
@@ -359,19 +355,18 @@ pub async fn load_template_sources(
 }
 
 /// Why the sources could not be resolved.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// The Secret named in `selector.secret.name` does not exist.
     #[error("source secret {0} does not exist")]
     NotFound(String),
     /// Anything else (API error, bad selector, generator failure).
     #[error("{0}")]
-    Other(String),
+    Failed(#[from] PushError),
 }
 
-fn selector_params(sel: &LabelSelector) -> Result<ListParams, String> {
-    let s =
-        Selector::try_from(sel.clone()).map_err(|e| format!("could not convert labels: {e}"))?;
+fn selector_params(sel: &LabelSelector) -> Result<ListParams, PushError> {
+    let s = Selector::try_from(sel.clone()).map_err(PushError::Labels)?;
     Ok(ListParams::default().labels_from(&s))
 }
 
@@ -385,14 +380,10 @@ pub async fn resolve_sources(
     namespace: &str,
     name: &str,
 ) -> Result<Vec<Secret>, SourceError> {
-    match source_of(spec).map_err(SourceError::Other)? {
+    match source_of(spec)? {
         Source::Named(n) => {
             let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            match api
-                .get_opt(n)
-                .await
-                .map_err(|e| SourceError::Other(format!("could not get source secret: {e}")))?
-            {
+            match api.get_opt(n).await.map_err(PushError::GetSource)? {
                 Some(s) => Ok(vec![s]),
                 None => Err(SourceError::NotFound(n.to_string())),
             }
@@ -401,23 +392,20 @@ pub async fn resolve_sources(
             let data = generators
                 .generate(g, namespace, &generator_consumer(namespace, name))
                 .await
-                .map_err(|e| {
-                    SourceError::Other(format!(
-                        "could not resolve secret from generator ref {}/{}: {e}",
-                        g.kind.as_str(),
-                        g.name
-                    ))
+                .map_err(|cause| PushError::Generator {
+                    kind: g.kind.as_str().to_string(),
+                    name: g.name.clone(),
+                    cause,
                 })?;
             Ok(vec![generated_secret(namespace, data)])
         }
         Source::Selector(sel) => {
-            let s = Selector::try_from(sel.clone())
-                .map_err(|e| SourceError::Other(format!("could not convert labels: {e}")))?;
+            let s = Selector::try_from(sel.clone()).map_err(PushError::Labels)?;
             let sel = s.to_string();
             let mut list = kube
                 .list_secrets(namespace, Some(sel.as_str()).filter(|s| !s.is_empty()))
                 .await
-                .map_err(|e| SourceError::Other(format!("could not list source secrets: {e}")))?;
+                .map_err(PushError::ListSources)?;
             list.sort_by_key(|s| s.name_any());
             Ok(list)
         }
@@ -446,7 +434,7 @@ pub async fn resolve_stores(
     client: &Client,
     spec: &PushSecretSpec,
     namespace: &str,
-) -> Result<Vec<StoreCandidate>, String> {
+) -> Result<Vec<StoreCandidate>, PushError> {
     let ss: Api<SecretStore> = Api::namespaced(client.clone(), namespace);
     let css: Api<ClusterSecretStore> = Api::all(client.clone());
     let mut out = Vec::new();
@@ -459,7 +447,7 @@ pub async fn resolve_stores(
                     let l = ss
                         .list(&lp)
                         .await
-                        .map_err(|e| format!("could not list Secret Stores: {e}"))?;
+                        .map_err(|source| PushError::ListStores { kind, source })?;
                     out.extend(
                         l.items
                             .iter()
@@ -470,7 +458,7 @@ pub async fn resolve_stores(
                     let l = css
                         .list(&lp)
                         .await
-                        .map_err(|e| format!("could not list cluster Secret Stores: {e}"))?;
+                        .map_err(|source| PushError::ListStores { kind, source })?;
                     out.extend(
                         l.items
                             .iter()
@@ -481,23 +469,20 @@ pub async fn resolve_stores(
             continue;
         }
         let Some(n) = r.name.as_deref().filter(|n| !n.is_empty()) else {
-            return Err("refStore Name must be provided".to_string());
+            return Err(PushError::NoStoreName);
         };
         // ESO's texts: `could not get SecretStore "x", secretstores.external-secrets.io "x" not
         // found` (the API server's message for other errors), never kube's Debug rendering.
-        let get_err = |e: kube::Error| {
-            format!(
-                "could not get {} {n:?}, {}",
-                kind.as_str(),
-                crate::externalsecret::reconcile::kube_error_text(&e)
-            )
+        let get_err = |source| PushError::GetStore {
+            kind,
+            name: n.to_string(),
+            source,
         };
         let not_found = || {
-            StoreError::NotFound {
+            PushError::Store(StoreError::NotFound {
                 kind,
                 name: n.to_string(),
-            }
-            .to_string()
+            })
         };
         match kind {
             StoreKind::SecretStore => {

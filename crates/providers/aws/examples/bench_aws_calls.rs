@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 use esr_provider_aws::{
     AwsError, AwsProvider, AwsProviderOptions, CallLog, CostOptions, Endpoints, KubeSource,
-    RemoteRef, StoreClient, StoreInfo, StoreKind,
+    RemoteRef, StoreClient, StoreIdentity, StoreKind,
 };
 use rand::Rng;
 
@@ -88,7 +88,7 @@ async fn cycle(
             "accessKeyIDSecretRef": {"name": "aws", "key": "id", "namespace": "esr-system"},
             "secretAccessKeySecretRef": {"name": "aws", "key": "secret", "namespace": "esr-system"}}}
     }));
-    let store = Arc::new(StoreInfo {
+    let store = Arc::new(StoreIdentity {
         kind: StoreKind::ClusterSecretStore,
         name: "aws".into(),
         namespace: None,

@@ -10,7 +10,7 @@ use aws_sdk_secretsmanager::primitives::Blob;
 use aws_sdk_secretsmanager::types::{Filter, FilterNameStringType, Tag};
 
 use crate::calls::{CallLog, PROVIDER_SM};
-use crate::error::{AwsError, ErrorKind, classify_code, from_sdk};
+use crate::error::{AwsError, AwsErrorKind, classify_code, from_sdk};
 use crate::fetcher::{Batch, FetchKey, Source};
 use crate::spec::Version;
 
@@ -140,7 +140,7 @@ impl ThrottleGate {
             return None;
         };
         match res {
-            Err(e) if e.kind == ErrorKind::Throttled => {
+            Err(e) if e.kind == AwsErrorKind::Throttled => {
                 let streak = (guard.1 + 1).min(7);
                 let pause = Duration::from_secs(1 << (streak - 1));
                 *guard = (Some(Instant::now() + pause), streak);
@@ -245,7 +245,7 @@ impl SmApi {
                 let code = e.error_code().unwrap_or("UnknownError");
                 let msg = e.message().unwrap_or("");
                 let kind = classify_code(code, msg, None);
-                let text = if kind == ErrorKind::NotFound {
+                let text = if kind == AwsErrorKind::NotFound {
                     format!("Secret does not exist: {id}: {code}: {msg}")
                 } else {
                     format!("BatchGetSecretValue: {id}: {code}: {msg}")
@@ -576,7 +576,7 @@ mod tests {
         let err: Result<(), AwsError> = Err(AwsError::throttled("t", Duration::from_secs(1)));
         assert_eq!(gate.observe(&err), Some(Duration::from_secs(1)));
         let blocked = gate.check("GetSecretValue").unwrap_err();
-        assert_eq!(blocked.kind, ErrorKind::Throttled);
+        assert_eq!(blocked.kind, AwsErrorKind::Throttled);
         assert!(blocked.message.contains("backing off"));
         assert_eq!(gate.observe(&err), Some(Duration::from_secs(2)));
         gate.observe::<()>(&Ok(()));

@@ -60,25 +60,12 @@ pub trait KubeSource: Send + Sync {
     ) -> Result<String, AwsError>;
 }
 
-/// `SecretStore` or `ClusterSecretStore`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StoreKind {
-    SecretStore,
-    ClusterSecretStore,
-}
+pub use esr_provider::StoreKind;
 
-impl StoreKind {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            StoreKind::SecretStore => "SecretStore",
-            StoreKind::ClusterSecretStore => "ClusterSecretStore",
-        }
-    }
-}
-
-/// The store (and ExternalSecret namespace) a client is built for.
+/// Which store (and ExternalSecret namespace) a client is built for: the key of the client and
+/// credential caches. The resolved store itself is `esr_provider::StoreInfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct StoreInfo {
+pub struct StoreIdentity {
     pub kind: StoreKind,
     pub name: String,
     /// The store's namespace (namespaced stores only).
@@ -120,7 +107,7 @@ pub(crate) enum Base {
 /// ClusterSecretStore an explicit namespace wins, otherwise the ExternalSecret's namespace;
 /// in a SecretStore always the store's namespace.
 pub(crate) fn ref_namespace(
-    store: &StoreInfo,
+    store: &StoreIdentity,
     es_namespace: Option<&str>,
     explicit: Option<&str>,
 ) -> Result<String, AwsError> {
@@ -143,7 +130,7 @@ pub(crate) fn ref_namespace(
 
 async fn read_ref(
     kube: &dyn KubeSource,
-    store: &StoreInfo,
+    store: &StoreIdentity,
     es_namespace: Option<&str>,
     sel: &SecretKeySelector,
     what: &str,
@@ -161,7 +148,7 @@ async fn read_ref(
 /// Resolve the base credentials of a store.
 pub(crate) async fn resolve_base(
     spec: &AwsProviderSpec,
-    store: &StoreInfo,
+    store: &StoreIdentity,
     es_namespace: Option<&str>,
     kube: &dyn KubeSource,
 ) -> Result<Base, AwsError> {
@@ -232,7 +219,7 @@ pub(crate) async fn resolve_base(
 
 /// Whether `store` may use the SDK default chain (the controller's own identity): never a
 /// namespaced SecretStore unless the controller allows it (see [`esr_provider::identity`]).
-pub(crate) fn default_chain_allowed(store: &StoreInfo) -> Result<(), AwsError> {
+pub(crate) fn default_chain_allowed(store: &StoreIdentity) -> Result<(), AwsError> {
     let kind = match store.kind {
         StoreKind::SecretStore => esr_provider::StoreKind::SecretStore,
         StoreKind::ClusterSecretStore => esr_provider::StoreKind::ClusterSecretStore,

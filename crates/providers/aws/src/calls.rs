@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::error::ErrorKind;
+use crate::error::AwsErrorKind;
 
 /// `provider` label for Secrets Manager calls (as in ESO).
 pub const PROVIDER_SM: &str = "AWS/SecretsManager";
@@ -18,11 +18,11 @@ pub const PROVIDER_STS: &str = "AWS/STS";
 
 /// Receives one observation per AWS API call: `error` is `None` for a success.
 pub trait CallObserver: Send + Sync {
-    fn observe(&self, provider: &str, call: &str, error: Option<ErrorKind>);
+    fn observe(&self, provider: &str, call: &str, error: Option<AwsErrorKind>);
 }
 
 /// ESO's `status` label: `success` or `error`.
-pub fn status_label(error: Option<ErrorKind>) -> &'static str {
+pub fn status_label(error: Option<AwsErrorKind>) -> &'static str {
     if error.is_none() { "success" } else { "error" }
 }
 
@@ -62,7 +62,7 @@ impl CallLog {
         }
     }
 
-    pub fn record(&self, provider: &'static str, call: &'static str, error: Option<ErrorKind>) {
+    pub fn record(&self, provider: &'static str, call: &'static str, error: Option<AwsErrorKind>) {
         let status = status_label(error);
         if let Ok(mut c) = self.counts.lock() {
             *c.entry((provider, call, status)).or_insert(0) += 1;
@@ -129,10 +129,10 @@ mod tests {
 
     struct Obs(AtomicU64);
     impl CallObserver for Obs {
-        fn observe(&self, provider: &str, call: &str, error: Option<ErrorKind>) {
+        fn observe(&self, provider: &str, call: &str, error: Option<AwsErrorKind>) {
             assert_eq!(provider, PROVIDER_SM);
             assert_eq!(call, "GetSecretValue");
-            assert!(error.is_none() || error == Some(ErrorKind::NotFound));
+            assert!(error.is_none() || error == Some(AwsErrorKind::NotFound));
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -142,7 +142,7 @@ mod tests {
         let obs = Arc::new(Obs(AtomicU64::new(0)));
         let log = CallLog::with_observer(obs.clone());
         log.record(PROVIDER_SM, "GetSecretValue", None);
-        log.record(PROVIDER_SM, "GetSecretValue", Some(ErrorKind::NotFound));
+        log.record(PROVIDER_SM, "GetSecretValue", Some(AwsErrorKind::NotFound));
         assert_eq!(log.count("GetSecretValue"), 2);
         assert_eq!(log.total_sm(), 2);
         assert_eq!(obs.0.load(Ordering::SeqCst), 2);

@@ -8,7 +8,7 @@ use aws_config::SdkConfig;
 use regex::Regex;
 
 use crate::api::{SecretValue, SmApi, find_filters};
-use crate::error::{AwsError, ErrorKind};
+use crate::error::{AwsError, AwsErrorKind};
 use crate::fetcher::{FetchKey, Fetcher, distinct};
 use crate::property::{get_property, json_object_to_map, remove_property, set_property};
 use crate::spec::{FindRef, RemoteRef, SecretsManagerSpec, Version};
@@ -469,8 +469,8 @@ impl SmClient {
             Ok(()) => Validation::Ready,
             // Permission to list is not needed by esr: being denied proves the credentials valid.
             Err(e) if e.message.starts_with("ListSecrets: AccessDenied") => Validation::Ready,
-            Err(e) if e.kind == ErrorKind::Throttled => Validation::Unknown,
-            Err(e) if e.kind == ErrorKind::Transient && !e.message.contains("credentials") => {
+            Err(e) if e.kind == AwsErrorKind::Throttled => Validation::Unknown,
+            Err(e) if e.kind == AwsErrorKind::Transient && !e.message.contains("credentials") => {
                 Validation::Error(AwsError::new(
                     e.kind,
                     format!(

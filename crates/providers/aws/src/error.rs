@@ -1,6 +1,6 @@
 //! Error classification for AWS calls.
 //!
-//! Every AWS failure is reduced to an [`AwsError`] whose [`ErrorKind`] drives the controller's
+//! Every AWS failure is reduced to an [`AwsError`] whose [`AwsErrorKind`] drives the controller's
 //! behaviour (not-found semantics, auth failures, throttling back-off). Messages carry the
 //! operation, the AWS error code and AWS's message, never a secret value and never a request id
 //! (request ids change on every call and would make status conditions churn).
@@ -14,7 +14,7 @@ use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 
 /// What kind of failure an AWS call produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
+pub enum AwsErrorKind {
     /// The secret or parameter (or version) does not exist, or the secret is scheduled for
     /// deletion.
     NotFound,
@@ -32,14 +32,14 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct AwsError {
-    pub kind: ErrorKind,
+    pub kind: AwsErrorKind,
     pub message: String,
     /// For throttling: how long esr will refrain from calling AWS again.
     pub retry_after: Option<Duration>,
 }
 
 impl AwsError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub fn new(kind: AwsErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
@@ -47,26 +47,26 @@ impl AwsError {
         }
     }
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::NotFound, message)
+        Self::new(AwsErrorKind::NotFound, message)
     }
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Invalid, message)
+        Self::new(AwsErrorKind::Invalid, message)
     }
     pub fn auth(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Auth, message)
+        Self::new(AwsErrorKind::Auth, message)
     }
     pub fn transient(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Transient, message)
+        Self::new(AwsErrorKind::Transient, message)
     }
     pub fn throttled(message: impl Into<String>, retry_after: Duration) -> Self {
         Self {
-            kind: ErrorKind::Throttled,
+            kind: AwsErrorKind::Throttled,
             message: message.into(),
             retry_after: Some(retry_after),
         }
     }
     pub fn is_not_found(&self) -> bool {
-        self.kind == ErrorKind::NotFound
+        self.kind == AwsErrorKind::NotFound
     }
 }
 
@@ -103,34 +103,34 @@ const THROTTLE_CODES: &[&str] = &[
 ];
 
 /// Classify an AWS error code + message + HTTP status.
-pub(crate) fn classify_code(code: &str, message: &str, status: Option<u16>) -> ErrorKind {
+pub(crate) fn classify_code(code: &str, message: &str, status: Option<u16>) -> AwsErrorKind {
     // AWS says "marked for deletion"; moto says "marked deleted".
     // Parameter Store: ParameterNotFound / ParameterVersionNotFound.
     if matches!(
         code,
         "ResourceNotFoundException" | "ParameterNotFound" | "ParameterVersionNotFound"
     ) {
-        return ErrorKind::NotFound;
+        return AwsErrorKind::NotFound;
     }
     if (code == "InvalidRequestException" || code == "InvalidParameterException")
         && (message.contains("marked for deletion") || message.contains("marked deleted"))
     {
-        return ErrorKind::NotFound;
+        return AwsErrorKind::NotFound;
     }
     if THROTTLE_CODES.contains(&code) || status == Some(429) {
-        return ErrorKind::Throttled;
+        return AwsErrorKind::Throttled;
     }
     if AUTH_CODES.contains(&code) || status == Some(401) || status == Some(403) {
-        return ErrorKind::Auth;
+        return AwsErrorKind::Auth;
     }
     if code == "InternalServiceError"
         || code == "InternalFailure"
         || code == "ServiceUnavailable"
         || status.is_some_and(|s| s >= 500)
     {
-        return ErrorKind::Transient;
+        return AwsErrorKind::Transient;
     }
-    ErrorKind::Invalid
+    AwsErrorKind::Invalid
 }
 
 /// If the error chain contains a credentials-provider failure, the error to report for it.
@@ -139,11 +139,11 @@ fn credentials_failure(op: &str, err: &(dyn StdError + 'static)) -> Option<AwsEr
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = cur {
         if let Some(ce) = e.downcast_ref::<CredentialsError>() {
-            let mut kind = ErrorKind::Auth;
+            let mut kind = AwsErrorKind::Auth;
             let mut inner: Option<&(dyn StdError + 'static)> = Some(ce);
             while let Some(i) = inner {
                 if let Some(a) = i.downcast_ref::<AwsError>()
-                    && matches!(a.kind, ErrorKind::Throttled | ErrorKind::Transient)
+                    && matches!(a.kind, AwsErrorKind::Throttled | AwsErrorKind::Transient)
                 {
                     kind = a.kind;
                 }
@@ -156,7 +156,7 @@ fn credentials_failure(op: &str, err: &(dyn StdError + 'static)) -> Option<AwsEr
                     chain_message(ce)
                 ),
             );
-            if kind == ErrorKind::Throttled {
+            if kind == AwsErrorKind::Throttled {
                 out.retry_after = Some(Duration::from_secs(1));
             }
             return Some(out);
@@ -204,7 +204,7 @@ where
                 text.push_str(": ");
                 text.push_str(msg);
             }
-            if kind == ErrorKind::Throttled {
+            if kind == AwsErrorKind::Throttled {
                 AwsError::throttled(text, Duration::from_secs(1))
             } else {
                 AwsError::new(kind, text)
@@ -261,7 +261,7 @@ mod tests {
     fn classifies_codes() {
         assert_eq!(
             classify_code("ResourceNotFoundException", "x", Some(400)),
-            ErrorKind::NotFound
+            AwsErrorKind::NotFound
         );
         assert_eq!(
             classify_code(
@@ -269,35 +269,35 @@ mod tests {
                 "You can't perform this operation on the secret because it was marked for deletion.",
                 Some(400)
             ),
-            ErrorKind::NotFound
+            AwsErrorKind::NotFound
         );
         assert_eq!(
             classify_code("InvalidRequestException", "other", Some(400)),
-            ErrorKind::Invalid
+            AwsErrorKind::Invalid
         );
         assert_eq!(
             classify_code("ThrottlingException", "Rate exceeded", Some(400)),
-            ErrorKind::Throttled
+            AwsErrorKind::Throttled
         );
         assert_eq!(
             classify_code("Whatever", "", Some(429)),
-            ErrorKind::Throttled
+            AwsErrorKind::Throttled
         );
         assert_eq!(
             classify_code("UnrecognizedClientException", "bad token", Some(400)),
-            ErrorKind::Auth
+            AwsErrorKind::Auth
         );
         assert_eq!(
             classify_code("AccessDeniedException", "", Some(400)),
-            ErrorKind::Auth
+            AwsErrorKind::Auth
         );
         assert_eq!(
             classify_code("InternalServiceError", "", Some(500)),
-            ErrorKind::Transient
+            AwsErrorKind::Transient
         );
-        assert_eq!(classify_code("X", "", Some(503)), ErrorKind::Transient);
+        assert_eq!(classify_code("X", "", Some(503)), AwsErrorKind::Transient);
         for code in ["ParameterNotFound", "ParameterVersionNotFound"] {
-            assert_eq!(classify_code(code, "", Some(400)), ErrorKind::NotFound);
+            assert_eq!(classify_code(code, "", Some(400)), AwsErrorKind::NotFound);
         }
     }
 }

@@ -19,7 +19,7 @@ use esr_provider::{
 use crate::auth::KubeSource;
 use crate::calls::{CallObserver, PROVIDER_PS, PROVIDER_SM};
 use crate::client::{SmClient, Validation};
-use crate::error::{AwsError, ErrorKind};
+use crate::error::{AwsError, AwsErrorKind};
 use crate::parameterstore::{PsClient, PushValue};
 use crate::provider::{AwsProvider, AwsProviderOptions, StoreClient};
 use crate::spec::{AwsProviderSpec, FindRef, RemoteRef, RetrySettings};
@@ -87,22 +87,22 @@ pub fn to_provider_error(e: AwsError) -> ProviderError {
 /// [`to_provider_error`] with the `provider` label of the service (`AWS/ParameterStore`, ...).
 pub fn to_provider_error_for(e: AwsError, provider: &'static str) -> ProviderError {
     let pe = match e.kind {
-        ErrorKind::NotFound => ProviderError::not_found().with_source(e.clone()),
-        ErrorKind::Auth => ProviderError::auth(e.message.clone()),
-        ErrorKind::Throttled => ProviderError::throttled(e.message.clone(), e.retry_after),
-        ErrorKind::Invalid => ProviderError::invalid(e.message.clone()),
-        ErrorKind::Transient => ProviderError::transient(e.message.clone()),
+        AwsErrorKind::NotFound => ProviderError::not_found().with_source(e.clone()),
+        AwsErrorKind::Auth => ProviderError::auth(e.message.clone()),
+        AwsErrorKind::Throttled => ProviderError::throttled(e.message.clone(), e.retry_after),
+        AwsErrorKind::Invalid => ProviderError::invalid(e.message.clone()),
+        AwsErrorKind::Transient => ProviderError::transient(e.message.clone()),
     };
     pe.with_provider(provider)
 }
 
-fn kind_of(e: &ProviderError) -> ErrorKind {
+fn kind_of(e: &ProviderError) -> AwsErrorKind {
     match e.kind() {
-        esr_provider::ErrorKind::NotFound => ErrorKind::NotFound,
-        esr_provider::ErrorKind::Auth => ErrorKind::Auth,
-        esr_provider::ErrorKind::Throttled => ErrorKind::Throttled,
-        esr_provider::ErrorKind::Transient => ErrorKind::Transient,
-        _ => ErrorKind::Invalid,
+        esr_provider::ErrorKind::NotFound => AwsErrorKind::NotFound,
+        esr_provider::ErrorKind::Auth => AwsErrorKind::Auth,
+        esr_provider::ErrorKind::Throttled => AwsErrorKind::Throttled,
+        esr_provider::ErrorKind::Transient => AwsErrorKind::Transient,
+        _ => AwsErrorKind::Invalid,
     }
 }
 
@@ -110,13 +110,13 @@ fn from_provider_error(e: ProviderError) -> AwsError {
     AwsError::new(kind_of(&e), e.message().to_string())
 }
 
-fn esr_kind(k: ErrorKind) -> esr_provider::ErrorKind {
+fn esr_kind(k: AwsErrorKind) -> esr_provider::ErrorKind {
     match k {
-        ErrorKind::NotFound => esr_provider::ErrorKind::NotFound,
-        ErrorKind::Auth => esr_provider::ErrorKind::Auth,
-        ErrorKind::Throttled => esr_provider::ErrorKind::Throttled,
-        ErrorKind::Invalid => esr_provider::ErrorKind::Invalid,
-        ErrorKind::Transient => esr_provider::ErrorKind::Transient,
+        AwsErrorKind::NotFound => esr_provider::ErrorKind::NotFound,
+        AwsErrorKind::Auth => esr_provider::ErrorKind::Auth,
+        AwsErrorKind::Throttled => esr_provider::ErrorKind::Throttled,
+        AwsErrorKind::Invalid => esr_provider::ErrorKind::Invalid,
+        AwsErrorKind::Transient => esr_provider::ErrorKind::Transient,
     }
 }
 
@@ -124,7 +124,7 @@ fn esr_kind(k: ErrorKind) -> esr_provider::ErrorKind {
 struct RecorderBridge(Arc<dyn CallRecorder>);
 
 impl CallObserver for RecorderBridge {
-    fn observe(&self, provider: &str, call: &str, error: Option<ErrorKind>) {
+    fn observe(&self, provider: &str, call: &str, error: Option<AwsErrorKind>) {
         let status = match error {
             None => CallStatus::Success,
             Some(k) => CallStatus::Error(esr_kind(k)),
@@ -204,13 +204,9 @@ impl AwsSecretsManagerProvider {
     }
 }
 
-fn store_info(s: &esr_provider::StoreInfo) -> crate::auth::StoreInfo {
-    crate::auth::StoreInfo {
-        kind: if s.kind.is_cluster() {
-            crate::auth::StoreKind::ClusterSecretStore
-        } else {
-            crate::auth::StoreKind::SecretStore
-        },
+fn store_info(s: &esr_provider::StoreInfo) -> crate::auth::StoreIdentity {
+    crate::auth::StoreIdentity {
+        kind: s.kind,
         name: s.name.clone(),
         namespace: s.namespace.clone(),
         uid: s.uid.clone().unwrap_or_else(|| s.identity()),

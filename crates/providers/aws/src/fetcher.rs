@@ -464,7 +464,7 @@ async fn run_batch<S: Source>(
             individually(api, pending).await;
         }
         // A refresh-ahead id may be what the request failed on: retry without them.
-        Err(e) if !extra.is_empty() && e.kind == crate::error::ErrorKind::Invalid => {
+        Err(e) if !extra.is_empty() && e.kind == crate::error::AwsErrorKind::Invalid => {
             Box::pin(run_batch(ctx.clone(), pending, Vec::new())).await;
         }
         Err(e) => {

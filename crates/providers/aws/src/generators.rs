@@ -25,7 +25,8 @@ use base64::Engine;
 use esr_api::generators::{ECRAuthorizationTokenSpec, STSSessionTokenSpec};
 
 use crate::auth::{
-    BuildInput, Endpoints, KubeSource, StoreInfo, StoreKind, build_config, resolve_base, sts_client,
+    BuildInput, Endpoints, KubeSource, StoreIdentity, StoreKind, build_config, resolve_base,
+    sts_client,
 };
 use crate::calls::{CallLog, PROVIDER_STS};
 use crate::error::{AwsError, from_sdk};
@@ -88,7 +89,7 @@ impl AwsGenerators {
         spec: &AwsProviderSpec,
         input: &GenerateInput<'_>,
     ) -> Result<aws_config::SdkConfig, AwsError> {
-        let store = StoreInfo {
+        let store = StoreIdentity {
             kind: StoreKind::SecretStore,
             name: input.name.to_string(),
             namespace: Some(input.namespace.to_string()),

@@ -27,10 +27,10 @@ pub mod provider;
 pub mod spec;
 pub mod ssm;
 
-pub use auth::{Endpoints, KubeSource, StoreInfo, StoreKind};
+pub use auth::{Endpoints, KubeSource, StoreIdentity, StoreKind};
 pub use calls::{CallLog, CallObserver, PROVIDER_PS, PROVIDER_SM, PROVIDER_STS};
 pub use client::{SmClient, Validation};
-pub use error::{AwsError, ErrorKind};
+pub use error::{AwsError, AwsErrorKind};
 pub use esr::{
     AwsSecretsManagerProvider, ECR_AUTHORIZATION_TOKEN, EsrClient, EsrPsClient, PROVIDER_KEY,
     STS_SESSION_TOKEN, generate,

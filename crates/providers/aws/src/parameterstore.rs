@@ -461,7 +461,7 @@ impl PsClient {
             Ok(_) => Validation::Ready,
             Err(e) => {
                 let e = crate::error::credentials_error(&e);
-                if e.kind == crate::error::ErrorKind::Throttled {
+                if e.kind == crate::error::AwsErrorKind::Throttled {
                     Validation::Unknown
                 } else {
                     Validation::Error(e)

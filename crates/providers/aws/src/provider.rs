@@ -8,7 +8,7 @@ use moka::future::Cache;
 
 use crate::api::SmApi;
 use crate::auth::{
-    Base, BuildInput, Endpoints, KubeSource, StoreInfo, StoreKind, build_config,
+    Base, BuildInput, Endpoints, KubeSource, StoreIdentity, StoreKind, build_config,
     credentials_identity, resolve_base, retry_config,
 };
 use crate::calls::CallLog;
@@ -122,7 +122,7 @@ impl AwsProvider {
         &self,
         spec_json: &serde_json::Value,
         retry: Option<&RetrySettings>,
-        store: &StoreInfo,
+        store: &StoreIdentity,
         es_namespace: Option<&str>,
         kube: Arc<dyn KubeSource>,
     ) -> Result<Arc<SmClient>, AwsError> {
@@ -142,7 +142,7 @@ impl AwsProvider {
         &self,
         spec_json: &serde_json::Value,
         retry: Option<&RetrySettings>,
-        store: &StoreInfo,
+        store: &StoreIdentity,
         es_namespace: Option<&str>,
         kube: Arc<dyn KubeSource>,
     ) -> Result<Arc<PsClient>, AwsError> {
@@ -167,7 +167,7 @@ impl AwsProvider {
         &self,
         spec_json: &serde_json::Value,
         retry: Option<&RetrySettings>,
-        store: &StoreInfo,
+        store: &StoreIdentity,
         es_namespace: Option<&str>,
         kube: Arc<dyn KubeSource>,
     ) -> Result<StoreClient, AwsError> {

@@ -13,7 +13,7 @@ use aws_sdk_ssm::types::{
 
 use crate::api::ThrottleGate;
 use crate::calls::{CallLog, PROVIDER_PS};
-use crate::error::{AwsError, ErrorKind, from_sdk};
+use crate::error::{AwsError, AwsErrorKind, from_sdk};
 use crate::fetcher::{Batch, FetchKey, Source};
 use crate::spec::Version;
 
@@ -393,7 +393,7 @@ impl Source for PsApi {
     }
 
     fn batch_denied(e: &AwsError) -> bool {
-        e.kind == ErrorKind::Auth && e.message.starts_with("GetParameters: AccessDenied")
+        e.kind == AwsErrorKind::Auth && e.message.starts_with("GetParameters: AccessDenied")
     }
 }
 

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::*;
-use esr_provider_aws::{CostOptions, Endpoints, ErrorKind, RemoteRef, RetrySettings, Validation};
+use esr_provider_aws::{
+    AwsErrorKind, CostOptions, Endpoints, RemoteRef, RetrySettings, Validation,
+};
 
 const JSON: &str = "application/x-amz-json-1.1";
 const XML: &str = "text/xml";
@@ -54,7 +56,7 @@ async fn bad_credentials_make_validation_fail_with_a_clear_message() {
     let Validation::Error(e) = c.validate().await else {
         panic!("expected a validation error")
     };
-    assert_eq!(e.kind, ErrorKind::Auth);
+    assert_eq!(e.kind, AwsErrorKind::Auth);
     assert_eq!(
         e.message,
         "ListSecrets: UnrecognizedClientException: The security token included in the request is invalid."
@@ -63,7 +65,7 @@ async fn bad_credentials_make_validation_fail_with_a_clear_message() {
     assert_eq!(calls.count("ListSecrets"), 1);
     // Reads fail the same way, as Auth errors.
     let e = c.get_secret(&RemoteRef::key("x")).await.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Auth);
+    assert_eq!(e.kind, AwsErrorKind::Auth);
 }
 
 #[tokio::test]
@@ -95,7 +97,7 @@ async fn unreachable_endpoint_is_a_clear_validation_error() {
     let Validation::Error(e) = c.validate().await else {
         panic!("expected a validation error")
     };
-    assert_eq!(e.kind, ErrorKind::Transient);
+    assert_eq!(e.kind, AwsErrorKind::Transient);
     assert!(
         e.message.contains("cannot reach the AWS endpoint"),
         "{}",
@@ -116,7 +118,7 @@ async fn throttling_backs_off_instead_of_hammering() {
         .get_secret(&RemoteRef::key("hot").version("AWSPREVIOUS"))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Throttled);
+    assert_eq!(e.kind, AwsErrorKind::Throttled);
     assert!(e.message.contains("ThrottlingException"), "{}", e.message);
     assert!(e.retry_after.is_some());
     // Further reads during the back-off fail fast without calling AWS.
@@ -125,7 +127,7 @@ async fn throttling_backs_off_instead_of_hammering() {
             .get_secret(&RemoteRef::key(key).version("AWSPREVIOUS"))
             .await
             .unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Throttled);
+        assert_eq!(e.kind, AwsErrorKind::Throttled);
         assert!(e.message.contains("backing off"), "{}", e.message);
     }
     assert_eq!(fake.actions().len(), 1);
@@ -245,7 +247,7 @@ async fn assume_role_failure_is_a_clear_validation_error() {
     let Validation::Error(e) = c.validate().await else {
         panic!("expected a validation error")
     };
-    assert_eq!(e.kind, ErrorKind::Auth);
+    assert_eq!(e.kind, AwsErrorKind::Auth);
     assert!(
         e.message.contains(
             "assuming role arn:aws:iam::333333333333:role/final failed: AssumeRole: AccessDenied"
@@ -556,7 +558,7 @@ async fn retry_settings_bound_attempts() {
         .get_secret(&RemoteRef::key("x").version("AWSPREVIOUS"))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Transient);
+    assert_eq!(e.kind, AwsErrorKind::Transient);
     assert!(
         e.message.contains("InternalServiceError: boom"),
         "{}",

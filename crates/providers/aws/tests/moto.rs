@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use esr_provider_aws::{CostOptions, ErrorKind, FindRef, RemoteRef, SmClient, Validation};
+use esr_provider_aws::{AwsErrorKind, CostOptions, FindRef, RemoteRef, SmClient, Validation};
 
 /// A client for a namespaced store with `auth.secretRef`, talking to moto.
 async fn client_with(
@@ -63,7 +63,7 @@ async fn remote_ref_forms() {
     let e = get(RemoteRef::key(format!("{p}db")).property("nope"))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert_eq!(e.kind, AwsErrorKind::Invalid);
     assert!(
         e.message.contains("key nope does not exist"),
         "{}",
@@ -130,7 +130,7 @@ async fn versions_by_stage_and_id() {
         .get_secret(&RemoteRef::key(&name).version("uuid/00000000-0000-0000-0000-00000000dead"))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
+    assert_eq!(e.kind, AwsErrorKind::NotFound, "{}", e.message);
     // Version-pinned reads cannot be batched: they used GetSecretValue.
     assert!(calls.count("GetSecretValue") >= 4);
 }
@@ -155,10 +155,10 @@ async fn missing_and_deleted_secrets_are_not_found() {
         .get_secret(&RemoteRef::key(format!("{p}nothing")))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
+    assert_eq!(e.kind, AwsErrorKind::NotFound, "{}", e.message);
     assert!(e.message.contains("Secret does not exist"), "{}", e.message);
     let e = c.get_secret(&RemoteRef::key(&gone)).await.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
+    assert_eq!(e.kind, AwsErrorKind::NotFound, "{}", e.message);
     // Same through the batch path: a mix of present and missing ids in one reconcile.
     let res = c
         .get_secrets(&[
@@ -167,7 +167,7 @@ async fn missing_and_deleted_secrets_are_not_found() {
         ])
         .await;
     assert_eq!(res[0].as_ref().unwrap(), b"present");
-    assert_eq!(res[1].as_ref().unwrap_err().kind, ErrorKind::NotFound);
+    assert_eq!(res[1].as_ref().unwrap_err().kind, AwsErrorKind::NotFound);
     assert!(!c.secret_exists(&format!("{p}nothing")).await.unwrap());
     assert!(c.secret_exists(&format!("{p}here")).await.unwrap());
 }
@@ -423,7 +423,7 @@ async fn push_create_update_merge_and_guard() {
     c.delete_secret(&name, None).await.unwrap();
     assert!(!c.secret_exists(&name).await.unwrap());
     let e = c.get_secret(&RemoteRef::key(&name)).await.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound);
+    assert_eq!(e.kind, AwsErrorKind::NotFound);
 }
 
 #[tokio::test]
@@ -647,7 +647,7 @@ async fn bad_region_is_a_clear_error() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert_eq!(e.kind, AwsErrorKind::Invalid);
     assert!(e.message.contains("region not found"), "{}", e.message);
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use aws_sdk_ssm::types::{ParameterTier, ParameterType, Tag};
 use common::*;
 use esr_provider_aws::{
-    AwsGenerators, CostOptions, ErrorKind, FindRef, GenerateInput, PROVIDER_ECR, PROVIDER_PS,
+    AwsErrorKind, AwsGenerators, CostOptions, FindRef, GenerateInput, PROVIDER_ECR, PROVIDER_PS,
     PsClient, PushValue, RemoteRef, Validation,
 };
 
@@ -116,7 +116,7 @@ async fn values_properties_versions_and_not_found() {
         assert_eq!(c.get_secret(&r).await.unwrap(), want, "{what}");
     }
     let e = c.get_secret(&db().property("nope")).await.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert_eq!(e.kind, AwsErrorKind::Invalid);
     assert_eq!(
         e.message,
         format!("key nope does not exist in secret {p}db")
@@ -125,12 +125,12 @@ async fn values_properties_versions_and_not_found() {
         .get_secret(&RemoteRef::key(format!("{p}missing")))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
+    assert_eq!(e.kind, AwsErrorKind::NotFound, "{}", e.message);
     let e = c
         .get_secret(&RemoteRef::key(format!("{p}plain")).version("9"))
         .await
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
+    assert_eq!(e.kind, AwsErrorKind::NotFound, "{}", e.message);
     let m = c.get_secret_map(&db()).await.unwrap();
     assert_eq!(m["user"], b"alice");
     assert_eq!(m["db"], br#"{"port":5432}"#);
@@ -169,7 +169,7 @@ async fn reads_of_one_reconcile_and_of_concurrent_reconciles_are_batched() {
     assert_eq!(out[0].as_ref().unwrap(), b"0");
     assert_eq!(out[1].as_ref().unwrap(), b"b0");
     assert_eq!(out[2].as_ref().unwrap(), br#"{"a":"1","b":"b1"}"#);
-    assert_eq!(out[3].as_ref().unwrap_err().kind, ErrorKind::NotFound);
+    assert_eq!(out[3].as_ref().unwrap_err().kind, AwsErrorKind::NotFound);
     assert_eq!(calls.count("GetParameters"), 1, "{calls:?}");
     assert_eq!(calls.count("GetParameter"), 0, "{calls:?}");
 
@@ -400,7 +400,7 @@ async fn push_create_update_guard_and_delete() {
     c.delete_secret(&name).await.unwrap();
     assert_eq!(calls.count("DeleteParameter"), 1);
     let e = c.get_secret(&RemoteRef::key(&name)).await.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::NotFound);
+    assert_eq!(e.kind, AwsErrorKind::NotFound);
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use esr_provider_aws::{CostOptions, Endpoints, ErrorKind, RemoteRef};
+use esr_provider_aws::{AwsErrorKind, CostOptions, Endpoints, RemoteRef};
 
 const JSON: &str = "application/x-amz-json-1.1";
 
@@ -43,7 +43,7 @@ async fn namespaced_store_without_auth_is_refused_before_any_call() {
         .await
         .err()
         .unwrap();
-    assert_eq!(e.kind, ErrorKind::Auth, "{}", e.message);
+    assert_eq!(e.kind, AwsErrorKind::Auth, "{}", e.message);
     assert!(
         e.message.contains("a SecretStore may not do"),
         "{}",

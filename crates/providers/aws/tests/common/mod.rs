@@ -11,7 +11,7 @@ use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_secretsmanager::primitives::Blob;
 use esr_provider_aws::{
     AwsError, AwsProvider, AwsProviderOptions, CallLog, CostOptions, Endpoints, KubeSource,
-    RetrySettings, SmClient, StoreInfo, StoreKind,
+    RetrySettings, SmClient, StoreIdentity, StoreKind,
 };
 
 /// The moto endpoint, or None (after printing why) when the test should be skipped.
@@ -102,8 +102,8 @@ impl KubeSource for FakeKube {
     }
 }
 
-pub fn store(name: &str, ns: &str) -> StoreInfo {
-    StoreInfo {
+pub fn store(name: &str, ns: &str) -> StoreIdentity {
+    StoreIdentity {
         kind: StoreKind::SecretStore,
         name: name.into(),
         namespace: Some(ns.into()),
@@ -112,8 +112,8 @@ pub fn store(name: &str, ns: &str) -> StoreInfo {
     }
 }
 
-pub fn cluster_store(name: &str) -> StoreInfo {
-    StoreInfo {
+pub fn cluster_store(name: &str) -> StoreIdentity {
+    StoreIdentity {
         kind: StoreKind::ClusterSecretStore,
         name: name.into(),
         namespace: None,
