@@ -987,6 +987,35 @@ pub fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
+/// The text of an esr process's `/metrics` ([`EsrProcess::metrics_addr`]), read with a plain
+/// HTTP/1.0 GET.
+pub fn metrics_text(addr: &str) -> Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).with_context(|| format!("connect {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    match resp.split_once("\r\n\r\n") {
+        Some((head, body))
+            if head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200") =>
+        {
+            Ok(body.to_string())
+        }
+        _ => bail!("GET {addr}/metrics: {}", resp.lines().next().unwrap_or("")),
+    }
+}
+
+/// The sum of the samples of `metric` in a metrics text whose labels include every one of
+/// `labels` (written `name="value"`).
+pub fn metric_sum(text: &str, metric: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with('{'))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

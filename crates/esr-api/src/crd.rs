@@ -19,6 +19,7 @@
 
 use crate::generators::{
     ClusterGenerator, ECRAuthorizationToken, Fake, Password, STSSessionToken, VaultDynamicSecret,
+    Webhook,
 };
 use crate::v1::{ClusterExternalSecret, ExternalSecret, SecretStore};
 use crate::v1alpha1::{ClusterPushSecret, PushSecret};
@@ -125,6 +126,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
         VaultDynamicSecret::crd(),
         ECRAuthorizationToken::crd(),
         STSSessionToken::crd(),
+        Webhook::crd(),
     ] {
         let mut crd = finish(generator, false)?;
         for version in &mut crd.spec.versions {

@@ -1,15 +1,18 @@
 //! generators.external-secrets.io/v1alpha1: the generators esr implements (`Password`, `Fake`,
-//! `VaultDynamicSecret`, `ECRAuthorizationToken`, `STSSessionToken`) and `ClusterGenerator`, whose
-//! spec wraps any generator kind.
+//! `VaultDynamicSecret`, `ECRAuthorizationToken`, `STSSessionToken`, `Webhook`) and
+//! `ClusterGenerator`, whose spec wraps any generator kind.
 
 // kube-derive takes one `printcolumn(...)`/`category = ...` attribute per entry, which clippy
 // mistakes for duplicates.
 #![allow(clippy::duplicated_attributes)]
 
+use crate::opaque::patterns::{DNS_SUBDOMAIN, SECRET_KEY};
 use crate::opaque::{AnyJson, OpaqueObject};
 use crate::providers::aws::AwsAuth;
 use crate::providers::vault::VaultProvider;
+use crate::providers::webhook::{WebhookAuth, WebhookProvider, WebhookResult, WebhookSecret};
 use crate::v1::SecretStoreRetrySettings;
+use crate::v1::{CaProvider, SecretKeySelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -280,6 +283,113 @@ pub struct STSRequestParameters {
     pub token_code: Option<String>,
 }
 
+/// Desired state of a Webhook generator (also the `webhookSpec` of a ClusterGenerator): one
+/// request, whose JSON answer (an object, or the object at `result.jsonPath`) becomes the
+/// generated data.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "generators.external-secrets.io",
+    version = "v1alpha1",
+    kind = "Webhook",
+    plural = "webhooks",
+    singular = "webhook",
+    namespaced,
+    category = "external-secrets",
+    category = "external-secrets-generators",
+    label("external-secrets.io/component", "controller"),
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "Webhook calls an HTTP endpoint and returns the JSON object it answers (or the object at result.jsonPath) as the generated data."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSpec {
+    /// HTTP method of the request; `GET` when empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The URL to call: a template over the named `secrets` (values are query-escaped).
+    pub url: String,
+    /// HTTP headers of the request; each value is a template like the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// An authentication protocol for the request; set exactly one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<WebhookAuth>,
+    /// The request body: a template over the named `secrets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// How long the request may take (a Go duration such as `10s`); no limit when empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Where the generated object is in the response.
+    pub result: WebhookResult,
+    /// Secrets (in the namespace of the ExternalSecret) whose data the templates may use, each
+    /// under the given name. The Secrets must carry the label `external-secrets.io/type: webhook`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<Vec<WebhookGeneratorSecret>>,
+    /// PEM CA certificates that the server's TLS certificate must chain to (base64 in the
+    /// manifest). Without it or `caProvider`, the system roots are used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "byte"))]
+    pub ca_bundle: Option<String>,
+    /// CA certificates read from a Secret or ConfigMap key, used like `caBundle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_provider: Option<CaProvider>,
+}
+
+/// A Secret made available to the templates of a Webhook generator.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookGeneratorSecret {
+    /// The name the Secret's data has in the templates (`.<name>.<key>`).
+    pub name: String,
+    /// The Secret, in the namespace of the ExternalSecret; every key of its data is available.
+    pub secret_ref: WebhookSecretRef,
+}
+
+/// A Secret (and optionally one of its keys) in the namespace of the referrer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSecretRef {
+    /// Name of the Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), pattern(DNS_SUBDOMAIN))]
+    pub name: Option<String>,
+    /// A key of the Secret's data (not used by the generator: every key is available).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), pattern(SECRET_KEY))]
+    pub key: Option<String>,
+}
+
+impl WebhookSpec {
+    /// The generator's request as a store spec: the same fields, its Secrets named without a
+    /// namespace (they are read in the referrer's namespace).
+    pub fn to_provider(&self) -> WebhookProvider {
+        WebhookProvider {
+            method: self.method.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            auth: self.auth.clone(),
+            body: self.body.clone(),
+            timeout: self.timeout.clone(),
+            result: Some(self.result.clone()),
+            secrets: self.secrets.as_ref().map(|s| {
+                s.iter()
+                    .map(|s| WebhookSecret {
+                        name: s.name.clone(),
+                        secret_ref: SecretKeySelector {
+                            name: s.secret_ref.name.clone(),
+                            namespace: None,
+                            key: s.secret_ref.key.clone(),
+                        },
+                    })
+                    .collect()
+            }),
+            ca_bundle: self.ca_bundle.clone(),
+            ca_provider: self.ca_provider.clone(),
+        }
+    }
+}
+
 /// Desired state of a ClusterGenerator.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
@@ -481,11 +591,11 @@ pub struct GeneratorSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub vault_dynamic_secret_spec: Option<VaultDynamicSecretSpec>,
-    /// Spec of a `webhook` generator, kept verbatim (esr does not implement it).
+    /// Spec of a `Webhook` generator.
     #[serde(
         default,
         rename = "webhookSpec",
         skip_serializing_if = "Option::is_none"
     )]
-    pub webhook_spec: Option<OpaqueObject>,
+    pub webhook_spec: Option<WebhookSpec>,
 }

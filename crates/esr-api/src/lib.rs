@@ -4,17 +4,20 @@
 //! Public paths:
 //! - [`v1`]: `ExternalSecret` / `ExternalSecretSpec` / `ExternalSecretStatus`, `SecretStore`,
 //!   `ClusterSecretStore` (both with `SecretStoreSpec` / `SecretStoreStatus`), `SecretStoreProvider`
-//!   (typed `aws`, `azurekv`, `vault`, `kubernetes`, `fake`; every other ESO provider key kept as an
-//!   [`opaque::OpaqueObject`]), `ClusterExternalSecret`, and the shared types (`SecretStoreRef`,
+//!   (typed `aws`, `azurekv`, `gcpsm`, `vault`, `kubernetes`, `webhook`, `fake`; every other ESO
+//!   provider key kept as an [`opaque::OpaqueObject`]), `ClusterExternalSecret`, and the shared
+//!   types (`SecretStoreRef`,
 //!   `SourceRef`, `GeneratorRef`, `ExternalSecretData`, `ExternalSecretDataRemoteRef`,
 //!   `ExternalSecretDataFromRemoteRef`, `ExternalSecretFind`, `ExternalSecretRewrite`,
 //!   `ExternalSecretTarget`, `ExternalSecretTemplate`, `TemplateFrom`, `SyncWindows`,
 //!   `SecretKeySelector`, `ServiceAccountSelector`, `CaProvider`, `ClusterSecretStoreCondition`, the
 //!   policy enums, ...).
-//! - [`providers`]: `aws::AwsProvider`, `azurekv::AzureKvProvider`, `vault::VaultProvider`,
-//!   `kubernetes::KubernetesProvider`, `fake::FakeProvider`.
+//! - [`providers`]: `aws::AwsProvider`, `azurekv::AzureKvProvider`, `gcpsm::GcpSmProvider`,
+//!   `vault::VaultProvider`, `kubernetes::KubernetesProvider`, `webhook::WebhookProvider`,
+//!   `fake::FakeProvider`.
 //! - [`v1alpha1`]: `PushSecret`, `ClusterPushSecret` and their sub-types.
-//! - [`generators`]: `Password`, `Fake`, `VaultDynamicSecret`, `ClusterGenerator` (+ `GeneratorSpec`).
+//! - [`generators`]: `Password`, `Fake`, `VaultDynamicSecret`, `ECRAuthorizationToken`,
+//!   `STSSessionToken`, `Webhook`, `ClusterGenerator` (+ `GeneratorSpec`).
 //! - [`consts`]: every label, annotation, finalizer, field-manager prefix, condition reason and
 //!   message ESO uses.
 //! - [`duration`]: Go `time.Duration` parsing and formatting.

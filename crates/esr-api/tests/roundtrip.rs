@@ -31,7 +31,6 @@ const EXPECTED_SKIPS: &[&str] = &[
     "generator-sshkey.yaml:0 SSHKey generator kind not implemented by esr",
     "generator-sts.yaml:0 STSSessionToken generator kind not implemented by esr",
     "generator-uuid.yaml:0 UUID generator kind not implemented by esr",
-    "generator-webhook.yaml:0 Webhook generator kind not implemented by esr",
     "getallsecrets-find-by-tags.yaml:0 ExternalSecret external-secrets.io/v1beta1 is not served",
     "passworddepot-external-secret-json.yaml:0 ExternalSecret external-secrets.io/v1alpha1 is not served",
     "passworddepot-external-secret.yaml:0 ExternalSecret external-secrets.io/v1alpha1 is not served",
@@ -198,6 +197,7 @@ fn typed_roundtrip(
         ("generators.external-secrets.io/v1alpha1", "VaultDynamicSecret") => {
             roundtrip::<g::VaultDynamicSecret>(doc)
         }
+        ("generators.external-secrets.io/v1alpha1", "Webhook") => roundtrip::<g::Webhook>(doc),
         ("generators.external-secrets.io/v1alpha1", "ClusterGenerator") => {
             roundtrip::<g::ClusterGenerator>(doc)
         }

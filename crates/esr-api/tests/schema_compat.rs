@@ -19,6 +19,7 @@ const IMPLEMENTED_GENERATOR_SPECS: &[&str] = &[
     "vaultDynamicSecretSpec",
     "ecrAuthorizationTokenSpec",
     "stsSessionTokenSpec",
+    "webhookSpec",
 ];
 
 /// Schema keywords compared besides type/enum/default.

@@ -103,6 +103,12 @@ const ALLOWLIST: &[(&str, &str, &str, &str)] = &[
         "generatorRef to an STSSessionToken (generators.rs)",
     ),
     (
+        "generators.external-secrets.io",
+        "webhooks",
+        "get",
+        "generatorRef to a Webhook generator (generators.rs)",
+    ),
+    (
         "",
         "namespaces",
         "get",

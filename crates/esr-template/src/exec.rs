@@ -108,6 +108,9 @@ struct State<'t> {
     name: &'t str,
     node: Cur<'t>,
     raw: Option<RawData>,
+    /// The last field of the chain being evaluated was a missing map key (without
+    /// `missingkey=error`): Go's invalid value, not a nil interface.
+    missed: bool,
 }
 
 enum Callee<'a> {
@@ -643,6 +646,7 @@ impl<'t> State<'t> {
     ) -> R<Value> {
         let n = idents.len();
         let mut receiver = receiver;
+        self.missed = false;
         for (i, ident) in idents.iter().enumerate().take(n - 1) {
             receiver = self.eval_field(dot, ident, node, &[], None, receiver, i > 0)?;
         }
@@ -673,6 +677,11 @@ impl<'t> State<'t> {
         // Like Go's evalField, this does not move the error position: errors
         // report the node evaluated last.
         if receiver.is_nil() {
+            // A missing map key yields Go's invalid value, and a field of an invalid
+            // value is again invalid (`<no value>`); only a nil interface errors.
+            if from_field && self.missed {
+                return Ok(Value::Nil);
+            }
             if from_field {
                 return Err(self.errorf(format!(
                     "nil pointer evaluating interface {{}}.{field_name}"
@@ -739,13 +748,14 @@ impl<'t> State<'t> {
         )))
     }
 
-    fn missing_key(&self, field_name: &str) -> R<Value> {
+    fn missing_key(&mut self, field_name: &str) -> R<Value> {
         if self.opts.missingkey_error {
             return Err(self.errorf(format!(
                 "map has no entry for key {}",
                 crate::fmt::quote(field_name)
             )));
         }
+        self.missed = true;
         Ok(Value::Nil)
     }
 
@@ -1568,6 +1578,7 @@ pub(crate) fn execute(
         name: &tmpl.name,
         node: Cur::None,
         raw,
+        missed: false,
     };
     let Some(root) = tmpl.trees.get(&tmpl.name) else {
         return Err(ExecError {

@@ -188,6 +188,13 @@ fn missing_keys_and_field_errors() {
         ..ExecOptions::default()
     };
     assert_eq!(run_opts("{{ .missing }}", &opts).unwrap(), "<no value>");
+    // ...and so does a field of a missing key (Go's invalid value), while a field of a nil
+    // value is still an error.
+    assert_eq!(run_opts("{{ .missing.x.y }}", &opts).unwrap(), "<no value>");
+    assert_eq!(
+        run_opts("{{ (dict1 \"k\" nil).k.x }}", &opts).unwrap_err(),
+        "template: key:1:14: executing \"key\" at <nil>: nil pointer evaluating interface {}.x"
+    );
 }
 
 #[test]

@@ -8,6 +8,9 @@
 //!
 //! `ECRAuthorizationToken` and `STSSessionToken` ([`AwsGenerator`]) run in the AWS provider crate
 //! ([`esr_provider_aws::generate`]); they keep no state between runs.
+//!
+//! `Webhook` ([`WebhookGenerator`]) runs in the webhook provider crate
+//! ([`esr_provider_webhook::generate`]); it keeps no state between runs either.
 
 use std::sync::Arc;
 
@@ -47,8 +50,27 @@ pub fn registry_with_recorder(client: Client, recorder: Arc<dyn CallRecorder>) -
         )
         .with(
             esr_provider_aws::STS_SESSION_TOKEN,
-            Arc::new(AwsGenerator(recorder)),
+            Arc::new(AwsGenerator(recorder.clone())),
         )
+        .with(
+            esr_provider_webhook::WEBHOOK_GENERATOR,
+            Arc::new(WebhookGenerator(recorder)),
+        )
+}
+
+/// The `Webhook` generator (namespaced or in a `ClusterGenerator`); its requests go to the
+/// recorder.
+pub struct WebhookGenerator(Arc<dyn CallRecorder>);
+
+#[async_trait]
+impl Generator for WebhookGenerator {
+    async fn generate(&self, req: &GenerateRequest<'_>) -> Result<Generated, GeneratorError> {
+        let kube: Arc<dyn KubeAccess> = Arc::new(KubeClientAccess::new(req.client.clone()));
+        Ok(
+            esr_provider_webhook::generate(req.name, req.namespace, req.spec, kube, self.0.clone())
+                .await?,
+        )
+    }
 }
 
 /// The AWS generators (`ECRAuthorizationToken`, `STSSessionToken`, namespaced or in a

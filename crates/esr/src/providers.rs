@@ -28,5 +28,6 @@ pub fn registry() -> ProviderRegistry {
     r.register(Arc::new(
         esr_provider_gcp::GcpSecretManagerProvider::from_env(),
     ));
+    r.register(Arc::new(esr_provider_webhook::WebhookStoreProvider));
     r
 }

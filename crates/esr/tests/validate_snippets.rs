@@ -229,14 +229,6 @@ const EXCEPTIONS: &[(&str, usize, &str, &str, &str, Why)] = &[
         Why::GeneratorNotImplemented,
     ),
     (
-        "generator-webhook.yaml",
-        0,
-        "Webhook/webhook",
-        "SKIPPED",
-        "generator kind Webhook is not implemented by esr",
-        Why::GeneratorNotImplemented,
-    ),
-    (
         "manifest-advanced-path.yaml",
         0,
         "ExternalSecret/custom-resource-config",

@@ -34,6 +34,12 @@ pub fn resource(kind: &str) -> (ApiResource, bool) {
             "stssessiontokens",
             true,
         ),
+        "Webhook" => (
+            "generators.external-secrets.io",
+            "v1alpha1",
+            "webhooks",
+            true,
+        ),
         "ClusterGenerator" => (
             "generators.external-secrets.io",
             "v1alpha1",

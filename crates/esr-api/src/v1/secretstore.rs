@@ -13,6 +13,7 @@ use crate::providers::fake::FakeProvider;
 use crate::providers::gcpsm::GcpSmProvider;
 use crate::providers::kubernetes::KubernetesProvider;
 use crate::providers::vault::VaultProvider;
+use crate::providers::webhook::WebhookProvider;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
@@ -310,9 +311,9 @@ pub struct SecretStoreProvider {
         skip_serializing_if = "Option::is_none"
     )]
     pub onepassword_sdk: Option<OpaqueObject>,
-    /// Spec of the `webhook` provider, kept verbatim (esr does not implement it).
+    /// Typed spec of the `webhook` provider.
     #[serde(default, rename = "webhook", skip_serializing_if = "Option::is_none")]
-    pub webhook: Option<OpaqueObject>,
+    pub webhook: Option<WebhookProvider>,
     /// Typed spec of the `kubernetes` provider.
     #[serde(
         default,
@@ -484,8 +485,15 @@ pub const PROVIDER_KEYS: [&str; 43] = [
 ];
 
 /// Provider keys esr implements.
-pub const IMPLEMENTED_PROVIDER_KEYS: [&str; 6] =
-    ["aws", "azurekv", "vault", "kubernetes", "fake", "gcpsm"];
+pub const IMPLEMENTED_PROVIDER_KEYS: [&str; 7] = [
+    "aws",
+    "azurekv",
+    "vault",
+    "kubernetes",
+    "fake",
+    "gcpsm",
+    "webhook",
+];
 
 impl SecretStoreProvider {
     /// JSON keys of the providers that are set, in `PROVIDER_KEYS` order (normally exactly one).
