@@ -20,11 +20,15 @@ ARG SOURCE_DATE_EPOCH=0
 RUN apt-get update && apt-get install -y --no-install-recommends musl-tools ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# cargo auditable embeds the dependency tree in the binary (docs/supply-chain.md); its version
+# is the Makefile's CARGO_AUDITABLE_VERSION (installed before the sources come in, so it is cached).
+COPY Makefile ./
+RUN cargo install --locked "cargo-auditable@$(sed -n 's/^CARGO_AUDITABLE_VERSION := //p' Makefile)"
 COPY . .
 RUN target="$(uname -m)-unknown-linux-musl" \
     && rustup target add "$target" \
     && ESR_GIT_COMMIT="$REVISION" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
-       cargo build --release --locked -p esr --target "$target" \
+       cargo auditable build --release --locked -p esr --target "$target" \
     && scripts/image-rootfs.sh "target/$target/release/esr" /rootfs
 
 FROM scratch

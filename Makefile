@@ -4,7 +4,7 @@
 CARGO ?= cargo
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: all build release test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e e2e-real fuzz \
+.PHONY: all build release sbom deny test test-unit fmt fmt-check clippy crds check-crds manifests image demo e2e e2e-real fuzz \
         bench bench-template bench-testkit bench-memory bench-aws-calls bench-fanout bench-scale clean
 
 all: build
@@ -12,8 +12,24 @@ all: build
 build:
 	$(CARGO) build --workspace --bins
 
+# The release binary, with its dependency tree embedded (cargo auditable: a `.dep-v0` section
+# that `cargo audit bin`, syft or trivy read). cargo-auditable is installed when missing.
+CARGO_AUDITABLE_VERSION := 0.7.7
 release:
-	$(CARGO) build --release -p esr
+	@$(CARGO) auditable --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-auditable@$(CARGO_AUDITABLE_VERSION)
+	$(CARGO) auditable build --release --locked -p esr
+
+# A CycloneDX SBOM of the esr binary's dependencies: target/sbom/esr.cdx.json (cargo-cyclonedx,
+# installed when missing). See docs/supply-chain.md.
+CARGO_CYCLONEDX_VERSION := 0.5.9
+sbom:
+	@$(CARGO) cyclonedx --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-cyclonedx@$(CARGO_CYCLONEDX_VERSION)
+	scripts/sbom.sh
+
+# The dependency policy of deny.toml (cargo-deny, installed when missing): licenses, bans,
+# sources, and advisories when the RustSec database can be fetched (else a loud NOT CHECKED).
+deny:
+	scripts/deny.sh
 
 fmt:
 	$(CARGO) fmt --all
@@ -36,8 +52,8 @@ else
 	ESR_E2E_NO_BUILD=1 scripts/test-servers.sh $(CARGO) test --workspace --no-fail-fast
 endif
 
-# Everything CI runs: formatting, lints, all tests.
-test: fmt-check clippy test-unit
+# Everything CI runs: formatting, lints, the dependency policy, all tests.
+test: fmt-check clippy deny test-unit
 
 # Coverage-guided fuzzing of templates, manifest validation and the KES converter (libFuzzer;
 # nightly). `make test` runs the bounded, stable property-test fuzzing; see fuzz/README.md.

@@ -9,7 +9,8 @@
 #   --out DIR      where to write the image (default target/image)
 #   --tag TAG      image tag (default: the crate version)
 #   --no-archive   write only the OCI layout, not the OCI archive
-# Without --binary, esr is built with `cargo build --release -p esr` for
+# Without --binary, esr is built with `cargo auditable build --release -p esr` (cargo-auditable is
+# installed when missing; the dependency tree is embedded in the binary) for
 # x86_64-unknown-linux-musl (a static binary) when that target can be installed, else for the
 # host's glibc target (the image then carries the binary's shared libraries).
 #
@@ -74,6 +75,7 @@ export SOURCE_DATE_EPOCH ESR_GIT_COMMIT=$revision
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 
 if [ -z "$binary" ]; then
+  auditable_version=$(sed -n 's/^CARGO_AUDITABLE_VERSION := //p' "$root/Makefile")
   musl="$(uname -m)-unknown-linux-musl"
   target=""
   if command -v rustup >/dev/null &&
@@ -83,8 +85,13 @@ if [ -z "$binary" ]; then
   else
     echo "==> the musl target is not available: building for the host's glibc target"
   fi
-  echo "==> cargo build --release -p esr ${target:+--target $target}"
-  cargo build --release --locked -p esr ${target:+--target "$target"}
+  # cargo auditable embeds the dependency tree in the binary (docs/supply-chain.md).
+  if ! cargo auditable --version >/dev/null 2>&1; then
+    echo "==> cargo install --locked cargo-auditable@$auditable_version"
+    cargo install --locked --quiet "cargo-auditable@$auditable_version"
+  fi
+  echo "==> cargo auditable build --release -p esr ${target:+--target $target}"
+  cargo auditable build --release --locked -p esr ${target:+--target "$target"}
   binary="$root/target/${target:+$target/}release/esr"
 fi
 # The labels describe the binary: when it runs here, its own commit is the revision.

@@ -582,7 +582,7 @@ impl Env {
     pub fn kubeconfig_for_token(&self, token: &str) -> Result<PathBuf> {
         let text = std::fs::read_to_string(&self.kubeconfig)
             .with_context(|| format!("reading {}", self.kubeconfig.display()))?;
-        let mut kc: Value = serde_yaml_ng::from_str(&text)?;
+        let mut kc: Value = yaml_serde::from_str(&text)?;
         let current = kc["current-context"]
             .as_str()
             .unwrap_or_default()
@@ -609,7 +609,7 @@ impl Env {
             .work
             .path()
             .join(format!("kubeconfig-{}", random_suffix()));
-        std::fs::write(&path, serde_yaml_ng::to_string(&kc)?)?;
+        std::fs::write(&path, yaml_serde::to_string(&kc)?)?;
         Ok(path)
     }
 

@@ -564,7 +564,7 @@ spec:
     let _esr = env.start_esr(&[]).unwrap();
     for file in ["stores.yaml", "kes.yaml"] {
         let text = std::fs::read_to_string(out_dir.join(file)).unwrap();
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        for doc in yaml_serde::Deserializer::from_str(&text) {
             use serde::Deserialize as _;
             let v = Value::deserialize(doc).unwrap();
             if v.is_null() {

@@ -47,7 +47,7 @@ fn kubectl(env: &Env, args: &[&str]) -> String {
 /// `kind/name` of every document of a multi-document YAML text.
 fn objects(yaml: &str) -> Vec<(String, String, String)> {
     let mut out = vec![];
-    for doc in serde_yaml_ng::Deserializer::from_str(yaml) {
+    for doc in yaml_serde::Deserializer::from_str(yaml) {
         let v: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
         if v.is_null() {
             continue;

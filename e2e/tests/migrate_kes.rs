@@ -158,7 +158,7 @@ fn migrate(dir: &Path, kes_yaml: &str, extra: &[&str]) -> (Vec<Value>, Vec<Value
 
 fn esr_migrate_docs(text: &str) -> Vec<Value> {
     use serde::Deserialize as _;
-    serde_yaml_ng::Deserializer::from_str(text)
+    yaml_serde::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).unwrap())
         .filter(|v| !v.is_null())
         .collect()

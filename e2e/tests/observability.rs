@@ -528,7 +528,7 @@ fn chart_queries() -> (Queries, Queries) {
         .unwrap()
         .into_iter()
         .flat_map(|r| r.documents)
-        .map(|d| serde_yaml_ng::from_str::<Value>(&d).unwrap())
+        .map(|d| yaml_serde::from_str::<Value>(&d).unwrap())
         .collect::<Vec<Value>>()
     })
     .join()

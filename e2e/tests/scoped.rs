@@ -31,7 +31,7 @@ fn scoped_chart(ns: &str, release_ns: &str) -> Vec<Value> {
     .unwrap()
     .into_iter()
     .flat_map(|r| r.documents)
-    .map(|d| serde_yaml_ng::from_str::<Value>(&d).unwrap())
+    .map(|d| yaml_serde::from_str::<Value>(&d).unwrap())
     .collect()
 }
 

@@ -701,7 +701,7 @@ spec:
         addr = bao.addr
     );
     let (stdout, stderr) = esr_render(&manifest);
-    let secret: k8s_openapi::api::core::v1::Secret = serde_yaml_ng::from_str(&stdout).unwrap();
+    let secret: k8s_openapi::api::core::v1::Secret = yaml_serde::from_str(&stdout).unwrap();
     let data = decoded(&secret);
     let token = data
         .get("VAULT_TOKEN")

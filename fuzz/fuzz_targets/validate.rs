@@ -24,7 +24,7 @@ fn schemas() -> &'static [Schema] {
     SCHEMAS.get_or_init(|| {
         let mut out = Vec::new();
         for text in CRDS {
-            let Ok(crd) = serde_yaml_ng::from_str::<Value>(text) else {
+            let Ok(crd) = yaml_serde::from_str::<Value>(text) else {
                 continue;
             };
             for v in crd
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for doc in serde_yaml_ng::Deserializer::from_str(text).take(8) {
+    for doc in yaml_serde::Deserializer::from_str(text).take(8) {
         let Ok(v) = Value::deserialize(doc) else {
             return;
         };

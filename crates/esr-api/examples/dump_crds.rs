@@ -10,7 +10,7 @@ fn main() {
                 let path = std::path::Path::new(dir).join(esr_api::crd_file_name(&crd));
                 std::fs::write(&path, esr_api::crd_file_content(&crd).unwrap()).unwrap();
             }
-            None => println!("---\n{}", serde_yaml_ng::to_string(&crd).unwrap()),
+            None => println!("---\n{}", yaml_serde::to_string(&crd).unwrap()),
         }
     }
 }

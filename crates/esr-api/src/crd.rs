@@ -56,7 +56,7 @@ pub enum CrdError {
         /// Name of the CRD.
         crd: String,
         /// The rendering error.
-        source: serde_yaml_ng::Error,
+        source: yaml_serde::Error,
     },
 }
 
@@ -75,7 +75,7 @@ pub fn crd_file_content(crd: &CustomResourceDefinition) -> Result<String, CrdErr
         source,
     })?;
     integral_floats_as_integers(&mut value);
-    let yaml = serde_yaml_ng::to_string(&value).map_err(|source| CrdError::Yaml {
+    let yaml = yaml_serde::to_string(&value).map_err(|source| CrdError::Yaml {
         crd: name(),
         source,
     })?;

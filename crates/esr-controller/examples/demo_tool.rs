@@ -52,7 +52,7 @@ fn files(inputs: &[PathBuf]) -> Vec<PathBuf> {
 fn docs(path: &Path) -> Res<Vec<serde_json::Value>> {
     let text = std::fs::read_to_string(path)?;
     let mut out = Vec::new();
-    for d in serde_yaml_ng::Deserializer::from_str(&text) {
+    for d in yaml_serde::Deserializer::from_str(&text) {
         let v: serde_json::Value = serde::Deserialize::deserialize(d)?;
         if !v.is_null() {
             out.push(v);

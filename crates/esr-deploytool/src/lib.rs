@@ -49,7 +49,7 @@ pub enum DeployError {
         /// Template file name.
         name: String,
         /// The error.
-        source: serde_yaml_ng::Error,
+        source: yaml_serde::Error,
     },
     /// A CRD contains template delimiters and cannot be embedded in the chart verbatim.
     #[error("{0} contains '{{{{'; it cannot be embedded in a chart template verbatim")]
@@ -130,7 +130,7 @@ pub fn split_manifest(manifest: &str) -> Result<Vec<Rendered>, DeployError> {
         {
             continue;
         }
-        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&body).map_err(|source| {
+        yaml_serde::from_str::<yaml_serde::Value>(&body).map_err(|source| {
             DeployError::Rendered {
                 name: template.clone(),
                 source,
@@ -183,7 +183,7 @@ pub fn render_chart_with(
             source,
         })?;
     let server = rt.block_on(esr_testkit::TestServer::start())?;
-    for doc in serde_yaml_ng::Deserializer::from_str(SERVICE_MONITOR_CRD) {
+    for doc in yaml_serde::Deserializer::from_str(SERVICE_MONITOR_CRD) {
         let v: Json =
             serde::Deserialize::deserialize(doc).map_err(|source| DeployError::Rendered {
                 name: "servicemonitor-crd.yaml".into(),

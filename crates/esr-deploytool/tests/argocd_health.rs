@@ -200,7 +200,7 @@ fn externalsecret_unknown_ready_is_progressing() {
 #[test]
 fn argocd_cm_patch_embeds_the_scripts() {
     let text = std::fs::read_to_string(argocd_dir().join("argocd-cm-patch.yaml")).unwrap();
-    let cm: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let cm: Value = yaml_serde::from_str(&text).unwrap();
     assert_eq!(cm["kind"], "ConfigMap");
     assert_eq!(cm["metadata"]["name"], "argocd-cm");
     let data = cm["data"].as_object().unwrap();

@@ -19,7 +19,7 @@ fn objects(overrides: Value) -> Vec<Value> {
         .unwrap()
         .into_iter()
         .flat_map(|r| r.documents)
-        .map(|d| serde_yaml_ng::from_str::<Value>(&d).unwrap())
+        .map(|d| yaml_serde::from_str::<Value>(&d).unwrap())
         .collect()
 }
 
@@ -73,7 +73,7 @@ fn committed_manifests_are_up_to_date() {
             path.display()
         );
         let text = std::fs::read_to_string(&path).unwrap();
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        for doc in yaml_serde::Deserializer::from_str(&text) {
             let v: Value = serde::Deserialize::deserialize(doc).unwrap();
             if v.is_null() {
                 continue;
@@ -235,7 +235,7 @@ fn release_name_and_namespace_are_used() {
     .unwrap()
     .into_iter()
     .flat_map(|r| r.documents)
-    .map(|d| serde_yaml_ng::from_str(&d).unwrap())
+    .map(|d| yaml_serde::from_str(&d).unwrap())
     .collect();
     let dep = find(&objs, "Deployment")[0];
     assert_eq!(dep["metadata"]["name"], "esr-prod");
@@ -512,7 +512,7 @@ fn openshift_assigns_the_uid() {
         .unwrap()
         .into_iter()
         .flat_map(|r| r.documents)
-        .map(|d| serde_yaml_ng::from_str::<Value>(&d).unwrap())
+        .map(|d| yaml_serde::from_str::<Value>(&d).unwrap())
         .collect()
     };
     let (pod, ctr) = security_contexts(&on_openshift(json!({})));

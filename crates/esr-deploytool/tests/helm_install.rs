@@ -110,7 +110,7 @@ async fn helm_install_matches_manifests_and_uninstall_keeps_data() {
         .unwrap()
         .into_iter()
         .flat_map(|r| r.documents)
-        .map(|d| key(&serde_yaml_ng::from_str(&d).unwrap(), &release.namespace))
+        .map(|d| key(&yaml_serde::from_str(&d).unwrap(), &release.namespace))
         .collect();
     let committed = committed_manifests();
     let want: BTreeSet<Key> = committed

@@ -228,7 +228,7 @@ fn granted() -> BTreeSet<(String, String, String)> {
     let text = std::fs::read_to_string(repo_root().join("deploy/manifests/esr.yaml")).unwrap();
     let mut out = BTreeSet::new();
     let mut kinds = 0;
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+    for doc in yaml_serde::Deserializer::from_str(&text) {
         let v: Value = serde::Deserialize::deserialize(doc).unwrap();
         if v["kind"] != "ClusterRole" && v["kind"] != "Role" {
             continue;

@@ -412,7 +412,7 @@ pub fn convert(docs: &[Document], opts: &Options) -> Conversion {
 pub fn parse_yaml_stream(text: &str) -> Result<Vec<Value>, MigrateError> {
     use serde::Deserialize as _;
     let mut out = Vec::new();
-    for (index, de) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+    for (index, de) in yaml_serde::Deserializer::from_str(text).enumerate() {
         match Value::deserialize(de) {
             Ok(Value::Null) => {}
             Ok(v) => out.push(v),

@@ -196,7 +196,7 @@ mod tests {
             "x": "trailing \nspace", "yy": "tab\tin", "z": ".dockerconfigjson"
         });
         let text = to_string(&v);
-        let back: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let back: Value = yaml_serde::from_str(&text).unwrap();
         assert_eq!(back, v, "{text}");
         for quoted in [
             "a: \"yes\"",

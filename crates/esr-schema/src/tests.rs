@@ -830,7 +830,7 @@ fn crds_in(rel: &str) -> Vec<Value> {
     let mut out = Vec::new();
     for e in entries.flatten() {
         let text = std::fs::read_to_string(e.path()).unwrap();
-        out.push(serde_yaml_ng::from_str::<Value>(&text).unwrap());
+        out.push(yaml_serde::from_str::<Value>(&text).unwrap());
     }
     out
 }

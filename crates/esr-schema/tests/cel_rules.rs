@@ -417,7 +417,7 @@ fn crd_files(dir: &Path) -> Vec<PathBuf> {
 fn check_all(dir: &Path) -> usize {
     let mut rules = 0;
     for f in crd_files(dir) {
-        let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let crd: Value = yaml_serde::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
         for (i, v) in crd["spec"]["versions"]
             .as_array()
             .unwrap()
@@ -443,7 +443,7 @@ fn esr_and_eso_crds_compile_and_fit_the_budget() {
 #[test]
 fn eso_push_secret_rule_refuses_with_the_api_server_text() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/compat/eso-crds");
-    let crd: Value = serde_yaml_ng::from_str(
+    let crd: Value = yaml_serde::from_str(
         &std::fs::read_to_string(root.join("external-secrets.io_pushsecrets.yaml")).unwrap(),
     )
     .unwrap();
@@ -473,7 +473,7 @@ fn push_secret_rule_costs_have_room_in_the_budget() {
     // The rules run once per item of unbounded lists of objects with no required field:
     // 3 MiB / 3 = 1,048,576 times. `has()` costs nothing but its operand, as on v1.29+ servers.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds");
-    let crd: Value = serde_yaml_ng::from_str(
+    let crd: Value = yaml_serde::from_str(
         &std::fs::read_to_string(root.join("external-secrets.io_pushsecrets.yaml")).unwrap(),
     )
     .unwrap();

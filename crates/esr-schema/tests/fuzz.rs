@@ -20,8 +20,7 @@ fn schemas() -> &'static [Schema] {
         files.sort();
         let mut out = Vec::new();
         for f in files {
-            let crd: Value =
-                serde_yaml_ng::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let crd: Value = yaml_serde::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
             for v in crd["spec"]["versions"].as_array().unwrap() {
                 let name = v["name"].as_str().unwrap();
                 if let Some(s) = Schema::from_crd(&crd, name).unwrap() {

@@ -30,7 +30,7 @@ data:
 "#;
 
 fn main() {
-    let tpl: ExternalSecretTemplate = serde_yaml_ng::from_str(TEMPLATE).unwrap();
+    let tpl: ExternalSecretTemplate = yaml_serde::from_str(TEMPLATE).unwrap();
     let mut data = BTreeMap::new();
     let mut put = |k: &str, v: &str| {
         data.insert(k.to_string(), v.as_bytes().to_vec());

@@ -10,7 +10,7 @@ use esr_template::{
 };
 
 fn tpl(yaml: &str) -> ExternalSecretTemplate {
-    serde_yaml_ng::from_str(yaml).unwrap()
+    yaml_serde::from_str(yaml).unwrap()
 }
 
 fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {

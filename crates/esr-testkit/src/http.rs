@@ -479,7 +479,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     if ct.contains("yaml") {
-        serde_yaml_ng::from_slice::<Value>(body)
+        yaml_serde::from_slice::<Value>(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
     } else if ct.contains("protobuf") {
         decode_protobuf(ct, body)

@@ -309,7 +309,7 @@ impl Drop for TestServer {
 pub fn read_manifests(path: &Path) -> Result<Vec<Value>, TestkitError> {
     let text = std::fs::read_to_string(path)?;
     let mut out = vec![];
-    for de in serde_yaml_ng::Deserializer::from_str(&text) {
+    for de in yaml_serde::Deserializer::from_str(&text) {
         let v: Value = serde::Deserialize::deserialize(de).map_err(|e| TestkitError::Manifest {
             path: path.to_path_buf(),
             message: e.to_string(),

@@ -14,7 +14,7 @@ const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 
 fn yaml(path: &str) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml_ng::from_str(&text).unwrap()
+    yaml_serde::from_str(&text).unwrap()
 }
 
 /// What kubectl prints for a 422 Status: `The <kind> "<name>" is invalid: <field>: <message>`

@@ -128,7 +128,7 @@ fn eso_crd(file: &str) -> Value {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/compat/eso-crds")
         .join(file);
-    serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    yaml_serde::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 #[tokio::test]

@@ -67,7 +67,7 @@ impl Kubectl {
 
 fn write(dir: &Path, name: &str, v: &Value) -> String {
     let p = dir.join(name);
-    std::fs::write(&p, serde_yaml_ng::to_string(v).unwrap()).unwrap();
+    std::fs::write(&p, yaml_serde::to_string(v).unwrap()).unwrap();
     p.to_string_lossy().to_string()
 }
 
@@ -392,7 +392,7 @@ async fn real_kubectl_applies_rbac_service_and_workloads() {
     ];
     let text: String = docs
         .iter()
-        .map(|v| format!("---\n{}", serde_yaml_ng::to_string(v).unwrap()))
+        .map(|v| format!("---\n{}", yaml_serde::to_string(v).unwrap()))
         .collect();
     let file = d.join("all.yaml");
     std::fs::write(&file, &text).unwrap();

@@ -68,7 +68,7 @@ fn renders_secret_yaml() {
         "stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&stdout).unwrap();
+    let doc: yaml_serde::Value = yaml_serde::from_str(&stdout).unwrap();
     assert_eq!(doc["kind"].as_str(), Some("Secret"));
     assert_eq!(doc["metadata"]["name"].as_str(), Some("app-secret"));
     assert_eq!(doc["metadata"]["namespace"].as_str(), Some("prod"));
@@ -112,7 +112,7 @@ fn base64_data_and_errors() {
         "stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    let doc: yaml_serde::Value = yaml_serde::from_slice(&out.stdout).unwrap();
     assert_eq!(
         doc["data"]["k"].as_str(),
         Some("SEVMTE8="),

@@ -58,7 +58,7 @@ fn a_rule_added_to_the_crd_is_enforced_with_the_api_server_message() {
     let dir = tempfile::tempdir().unwrap();
     let crds = dir.path().join("crds");
     std::fs::create_dir(&crds).unwrap();
-    let mut crd: Value = serde_yaml_ng::from_str(
+    let mut crd: Value = yaml_serde::from_str(
         &std::fs::read_to_string(project("crds/external-secrets.io_pushsecrets.yaml")).unwrap(),
     )
     .unwrap();
@@ -69,7 +69,7 @@ fn a_rule_added_to_the_crd_is_enforced_with_the_api_server_message() {
     }
     std::fs::write(
         crds.join("pushsecrets.yaml"),
-        serde_yaml_ng::to_string(&crd).unwrap(),
+        yaml_serde::to_string(&crd).unwrap(),
     )
     .unwrap();
     let manifest = dir.path().join("ps.yaml");

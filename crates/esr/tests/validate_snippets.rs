@@ -463,7 +463,7 @@ fn eso_snippets_are_ok_except_the_listed_exceptions() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+        for (i, doc) in yaml_serde::Deserializer::from_str(&text).enumerate() {
             let v: Value = serde::Deserialize::deserialize(doc).unwrap();
             if !v.is_null() {
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();

@@ -32,7 +32,7 @@ pub fn yaml_docs(path: &Path) -> Vec<(usize, Value)> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let mut out = Vec::new();
-    for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+    for (i, doc) in yaml_serde::Deserializer::from_str(&text).enumerate() {
         let value: Value = serde::Deserialize::deserialize(doc)
             .unwrap_or_else(|e| panic!("{}: document {i}: {e}", path.display()));
         if !value.is_null() {

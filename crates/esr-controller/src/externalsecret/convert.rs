@@ -222,7 +222,7 @@ mod tests {
     use crate::externalsecret::plan::{CreationPolicy, DeletionPolicy};
 
     fn es(yaml: &str) -> ExternalSecret {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        yaml_serde::from_str(yaml).unwrap()
     }
 
     #[test]

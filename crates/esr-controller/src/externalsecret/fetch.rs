@@ -439,7 +439,7 @@ mod tests {
     }
 
     fn es(yaml: &str) -> ExternalSecret {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        yaml_serde::from_str(yaml).unwrap()
     }
 
     async fn run(e: &ExternalSecret, ready: bool) -> (Fetched, Vec<String>) {

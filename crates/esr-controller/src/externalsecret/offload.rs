@@ -114,7 +114,7 @@ mod tests {
     use crate::externalsecret::template::{EsoTemplates, RenderBounds};
 
     fn es(template: &str) -> Arc<ExternalSecret> {
-        let mut e: ExternalSecret = serde_yaml_ng::from_str(
+        let mut e: ExternalSecret = yaml_serde::from_str(
             r#"
 apiVersion: external-secrets.io/v1
 kind: ExternalSecret

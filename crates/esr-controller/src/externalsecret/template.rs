@@ -352,7 +352,7 @@ mod tests {
     use super::*;
 
     fn es(yaml: &str) -> ExternalSecret {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        yaml_serde::from_str(yaml).unwrap()
     }
 
     fn dm(pairs: &[(&str, &str)]) -> crate::externalsecret::pipeline::DataMap {

@@ -73,7 +73,7 @@ fn documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     let text =
         super::input::read_input(path).with_context(|| format!("reading {}", path.display()))?;
     let mut out = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+    for doc in yaml_serde::Deserializer::from_str(&text) {
         let v: serde_json::Value = serde::Deserialize::deserialize(doc)
             .with_context(|| format!("{}: not valid YAML/JSON", path.display()))?;
         match v {
@@ -451,7 +451,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
             if printed > 0 {
                 out.yaml.push_str("---\n");
             }
-            out.yaml.push_str(&serde_yaml_ng::to_string(&v)?);
+            out.yaml.push_str(&yaml_serde::to_string(&v)?);
             printed += 1;
         }
     }
@@ -482,7 +482,7 @@ mod tests {
     }
 
     fn secrets(yaml: &str) -> Vec<Secret> {
-        serde_yaml_ng::Deserializer::from_str(yaml)
+        yaml_serde::Deserializer::from_str(yaml)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
             .collect()
     }

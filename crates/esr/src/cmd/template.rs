@@ -19,7 +19,7 @@ use anyhow::{Context, bail};
 use base64::Engine as _;
 use esr_api::v1::ExternalSecretTemplate;
 use esr_template::{RenderInput, RenderedSecret, TemplateSources, render_secret};
-use serde_yaml_ng::Value as Yaml;
+use yaml_serde::Value as Yaml;
 
 /// Arguments of `esr template`.
 #[derive(Debug, clap::Args)]
@@ -93,7 +93,7 @@ fn secret_data(doc: &Yaml, what: &str) -> anyhow::Result<BTreeMap<String, Vec<u8
 }
 
 fn load_data(path: &Path, base64: bool) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
-    let doc: Yaml = serde_yaml_ng::from_str(&read(path)?)
+    let doc: Yaml = yaml_serde::from_str(&read(path)?)
         .with_context(|| format!("parsing {}", path.display()))?;
     if is_secret_manifest(&doc) {
         return secret_data(&doc, &path.display().to_string());
@@ -115,7 +115,7 @@ fn load_sources(paths: &[PathBuf]) -> anyhow::Result<TemplateSources> {
     let mut sources = TemplateSources::default();
     for path in paths {
         let text = read(path)?;
-        for de in serde_yaml_ng::Deserializer::from_str(&text) {
+        for de in yaml_serde::Deserializer::from_str(&text) {
             let doc = <Yaml as serde::Deserialize>::deserialize(de)
                 .with_context(|| format!("parsing {}", path.display()))?;
             if matches!(doc, Yaml::Null) {
@@ -189,9 +189,7 @@ fn secret_yaml(
             .into(),
     );
     secret.insert("data".into(), data.into());
-    Ok(serde_yaml_ng::to_string(&serde_json::Value::Object(
-        secret,
-    ))?)
+    Ok(yaml_serde::to_string(&serde_json::Value::Object(secret))?)
 }
 
 /// Renders; returns the Secret YAML.
@@ -200,7 +198,7 @@ pub fn render(args: &Args) -> anyhow::Result<String> {
     // use the first ExternalSecret
     let text = read(&args.file)?;
     let mut es = None;
-    for de in serde_yaml_ng::Deserializer::from_str(&text) {
+    for de in yaml_serde::Deserializer::from_str(&text) {
         let doc = <Yaml as serde::Deserialize>::deserialize(de)
             .with_context(|| format!("parsing {}", args.file.display()))?;
         if doc.get("kind").and_then(Yaml::as_str) == Some("ExternalSecret") {
@@ -231,7 +229,7 @@ pub fn render(args: &Args) -> anyhow::Result<String> {
         .to_string();
     let template: Option<ExternalSecretTemplate> = match target.and_then(|t| t.get("template")) {
         Some(t) if !matches!(t, Yaml::Null) => Some(
-            serde_yaml_ng::from_value(t.clone())
+            yaml_serde::from_value(t.clone())
                 .context("spec.target.template is not a valid template")?,
         ),
         _ => None,

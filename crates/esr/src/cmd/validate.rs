@@ -324,7 +324,7 @@ fn collect_files(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// ends the stream.
 fn parse_documents(text: &str) -> Vec<Result<Option<Value>, String>> {
     let mut out = Vec::new();
-    for de in serde_yaml_ng::Deserializer::from_str(text) {
+    for de in yaml_serde::Deserializer::from_str(text) {
         match Value::deserialize(de) {
             Ok(Value::Null) => out.push(Ok(None)),
             Ok(v) => out.push(Ok(Some(v))),
