@@ -89,7 +89,7 @@ fn committed_manifests_are_up_to_date() {
         }
     }
     let crds = chart_crd_templates(&repo_root().join("crds")).unwrap();
-    assert_eq!(crds.len(), 12);
+    assert_eq!(crds.len(), 13);
     for (name, content) in &crds {
         let path = chart().join("templates/crds").join(name);
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
@@ -104,7 +104,7 @@ fn committed_manifests_are_up_to_date() {
 #[test]
 fn defaults_are_secure_and_never_named_external_secrets() {
     let objs = objects(json!({}));
-    assert_eq!(find(&objs, "CustomResourceDefinition").len(), 12);
+    assert_eq!(find(&objs, "CustomResourceDefinition").len(), 13);
     for o in &objs {
         let name = o["metadata"]["name"].as_str().unwrap();
         assert!(!name.starts_with("external-secrets"), "{name}");
@@ -302,7 +302,7 @@ fn unknown_or_misspelled_values_fail() {
 fn crds_are_kept_on_uninstall_by_default_and_can_be_left_out() {
     let objs = objects(json!({}));
     let crds = find(&objs, "CustomResourceDefinition");
-    assert_eq!(crds.len(), 12);
+    assert_eq!(crds.len(), 13);
     for c in &crds {
         assert_eq!(
             c["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",

@@ -721,6 +721,7 @@ mod tests {
                 "azurekv" => serde_json::json!({"vaultUrl": "u"}),
                 "vault" => serde_json::json!({"server": "s"}),
                 "fake" => serde_json::json!({"data": []}),
+                "webhook" => serde_json::json!({"url": "u"}),
                 _ => serde_json::json!({}),
             };
             let p: SecretStoreProvider =
