@@ -339,6 +339,7 @@ fn crds_are_kept_on_uninstall_by_default_and_can_be_left_out() {
             "passwords.generators.external-secrets.io",
             "stssessiontokens.generators.external-secrets.io",
             "vaultdynamicsecrets.generators.external-secrets.io",
+            "webhooks.generators.external-secrets.io",
         ]
     );
     for c in find(&objs, "CustomResourceDefinition") {
