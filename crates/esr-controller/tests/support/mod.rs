@@ -62,7 +62,7 @@ pub fn requests(server: &TestServer) -> Vec<String> {
 pub fn events_last(requests: Vec<String>) -> Vec<String> {
     let (mut rest, events): (Vec<_>, Vec<_>) = requests
         .into_iter()
-        .partition(|r| !r.split(' ').nth(1).is_some_and(|res| res == "events"));
+        .partition(|r| r.split(' ').nth(1).is_none_or(|res| res != "events"));
     rest.extend(events);
     rest
 }
