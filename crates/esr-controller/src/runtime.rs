@@ -28,7 +28,7 @@ use crate::common::storegate::{StoreGate, StoreLimits};
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fairness::FirstSyncs;
 use crate::externalsecret::fetch::referenced_stores;
-use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
+use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED, LABEL_OWNER};
 use crate::externalsecret::reconcile::{VerifiedTarget, es_error_policy, reconcile_es};
 use crate::externalsecret::template::{RenderPool, RenderPoolError, TemplateEngine};
 use crate::metrics::Metrics;
@@ -221,6 +221,8 @@ pub struct Context {
     /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
     /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
     pub(crate) managed_secrets: Store<PartialObjectMeta<Secret>>,
+    /// The managed Secrets by created-by label, fed from the same watch.
+    pub(crate) owners: OwnerIndex,
     /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
     /// it (see [`effective_status`](crate::externalsecret::reconcile::effective_status)).
     pub(crate) written: Mutex<HashMap<String, EsStatus>>,
@@ -280,28 +282,61 @@ pub fn target_of(es: &ExternalSecret) -> &str {
         .unwrap_or_default()
 }
 
-/// ExternalSecrets by the Secret they write (namespace, name), fed from the ExternalSecret watch,
-/// so a Secret event finds its ExternalSecrets without scanning them all. A lookup checks each
-/// candidate against the cache and drops those deleted or writing another Secret since.
+/// Names of cached objects by a (namespace, value) key, fed from a watch, so a lookup by that
+/// key does not scan the cache. The index may hold stale names (an object deleted, or its key
+/// changed, since it was recorded): a lookup re-checks each candidate against the cache and drops
+/// those that no longer match. Recording is all it needs from the watch: deletions need no event.
 #[derive(Clone, Default)]
-pub struct TargetIndex(Arc<Mutex<TargetMap>>);
+pub struct NameIndex(Arc<Mutex<NameMap>>);
 
-/// (namespace, Secret name) → names of the ExternalSecrets writing it.
-type TargetMap = HashMap<(String, String), Vec<String>>;
+/// (namespace, key value) → names.
+type NameMap = HashMap<(String, String), Vec<String>>;
+
+impl NameIndex {
+    /// Records `name` (in `namespace`) under `key`.
+    pub fn insert(&self, namespace: &str, key: &str, name: &str) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let names = m
+            .entry((namespace.to_string(), key.to_string()))
+            .or_default();
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+
+    /// The names recorded under (`namespace`, `key`) for which `current` still holds; the others
+    /// are forgotten.
+    pub fn lookup(
+        &self,
+        namespace: &str,
+        key: &str,
+        mut current: impl FnMut(&str) -> bool,
+    ) -> Vec<String> {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let k = (namespace.to_string(), key.to_string());
+        let Some(names) = m.get_mut(&k) else {
+            return Vec::new();
+        };
+        names.retain(|n| current(n));
+        let out = names.clone();
+        if names.is_empty() {
+            m.remove(&k);
+        }
+        out
+    }
+}
+
+/// ExternalSecrets by the Secret they write (namespace, name), fed from the ExternalSecret watch,
+/// so a Secret event finds its ExternalSecrets without scanning them all.
+#[derive(Clone, Default)]
+pub struct TargetIndex(NameIndex);
 
 impl TargetIndex {
     /// Records an ExternalSecret as it is now.
     pub fn insert(&self, es: &ExternalSecret) {
-        let (Some(ns), Some(name)) = (es.metadata.namespace.as_ref(), es.metadata.name.as_ref())
-        else {
-            return;
-        };
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let names = m
-            .entry((ns.clone(), target_of(es).to_string()))
-            .or_default();
-        if !names.contains(name) {
-            names.push(name.clone());
+        if let (Some(ns), Some(name)) = (es.metadata.namespace.as_ref(), es.metadata.name.as_ref())
+        {
+            self.0.insert(ns, target_of(es), name);
         }
     }
 
@@ -312,25 +347,57 @@ impl TargetIndex {
         namespace: &str,
         secret: &str,
     ) -> Vec<ObjectRef<ExternalSecret>> {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (namespace.to_string(), secret.to_string());
-        let Some(names) = m.get_mut(&key) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        names.retain(|n| {
-            let r = ObjectRef::new(n).within(namespace);
-            let current = store.get(&r).is_some_and(|es| target_of(&es) == secret);
-            if current {
-                out.push(r);
-            }
-            current
-        });
-        if names.is_empty() {
-            m.remove(&key);
+        self.0
+            .lookup(namespace, secret, |n| {
+                let r = ObjectRef::new(n).within(namespace);
+                store.get(&r).is_some_and(|es| target_of(&es) == secret)
+            })
+            .into_iter()
+            .map(|n| ObjectRef::new(&n).within(namespace))
+            .collect()
+    }
+}
+
+/// Managed Secrets by their created-by label (namespace, owner hash), fed from the managed-Secret
+/// watch, so finding an ExternalSecret's orphaned Secrets costs no scan of every managed Secret.
+#[derive(Clone, Default)]
+pub struct OwnerIndex(NameIndex);
+
+impl OwnerIndex {
+    /// Records a managed Secret as it is now.
+    pub fn insert(&self, s: &PartialObjectMeta<Secret>) {
+        let m = &s.metadata;
+        if let (Some(ns), Some(name), Some(owner)) =
+            (m.namespace.as_deref(), m.name.as_deref(), owner_label(s))
+        {
+            self.0.insert(ns, owner, name);
         }
+    }
+
+    /// The names of the Secrets of `namespace` (in `cache`) whose created-by label is `owner`,
+    /// sorted.
+    pub fn owned(
+        &self,
+        cache: &Store<PartialObjectMeta<Secret>>,
+        namespace: &str,
+        owner: &str,
+    ) -> Vec<String> {
+        let mut out = self.0.lookup(namespace, owner, |n| {
+            cache
+                .get(&ObjectRef::new(n).within(namespace))
+                .is_some_and(|s| owner_label(&s) == Some(owner))
+        });
+        out.sort();
         out
     }
+}
+
+fn owner_label(s: &PartialObjectMeta<Secret>) -> Option<&str> {
+    s.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_OWNER))
+        .map(String::as_str)
 }
 
 /// ExternalSecrets (from the cache) that use a store.
@@ -400,6 +467,7 @@ impl Runtime {
             rollouts: Rollouts::default(),
             failures: Default::default(),
             managed_secrets: managed_reader,
+            owners: OwnerIndex::default(),
             written: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
         });
@@ -472,6 +540,14 @@ impl Runtime {
         )
         .default_backoff()
         .touched_objects()
+        .inspect({
+            let owners = ctx.owners.clone();
+            move |s| {
+                if let Ok(s) = s {
+                    owners.insert(s);
+                }
+            }
+        })
         .predicate_filter(predicates::resource_version, Default::default());
 
         let ss_stream =
@@ -565,7 +641,10 @@ mod tests {
         .unwrap()
     }
 
-    fn cache(items: Vec<ExternalSecret>) -> Store<ExternalSecret> {
+    fn cache<K>(items: Vec<K>) -> Store<K>
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + 'static,
+    {
         let (reader, mut writer) = reflector::store();
         writer.apply_watcher_event(&Event::Init);
         for i in items {
@@ -617,6 +696,39 @@ mod tests {
             names(index.es_for_secret(&moved, "a", "db")),
             vec!["other".to_string()]
         );
+    }
+
+    #[test]
+    fn owned_secrets_come_from_the_index_by_namespace_and_label() {
+        let meta = |ns: &str, name: &str, owner: Option<&str>| {
+            let mut m: PartialObjectMeta<Secret> = PartialObjectMeta::default();
+            m.metadata.namespace = Some(ns.into());
+            m.metadata.name = Some(name.into());
+            m.metadata.labels =
+                owner.map(|o| BTreeMap::from([(LABEL_OWNER.to_string(), o.to_string())]));
+            m
+        };
+        let items = vec![
+            meta("app", "old", Some("h1")),
+            meta("app", "new", Some("h1")),
+            meta("app", "other", Some("h2")),
+            meta("app", "plain", None),
+            meta("team", "same-label", Some("h1")),
+        ];
+        let index = OwnerIndex::default();
+        for m in &items {
+            index.insert(m);
+        }
+        let before = cache(items);
+        assert_eq!(index.owned(&before, "app", "h1"), vec!["new", "old"]);
+        assert!(index.owned(&before, "app", "h3").is_empty());
+        assert_eq!(index.owned(&before, "team", "h1"), vec!["same-label"]);
+        // A deleted Secret, and one whose label changed, are no longer found under the old owner.
+        let relabelled = meta("app", "new", Some("h2"));
+        index.insert(&relabelled);
+        let after = cache(vec![relabelled, meta("app", "other", Some("h2"))]);
+        assert!(index.owned(&after, "app", "h1").is_empty());
+        assert_eq!(index.owned(&after, "app", "h2"), vec!["new", "other"]);
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Context {
         .await
         .is_ok_and(|r| r.is_ok());
         if ready {
-            return Ok(owned_names(&self.managed_secrets.state(), ns, owner));
+            return Ok(self.owners.owned(&self.managed_secrets, ns, owner));
         }
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
         Ok(secrets
@@ -99,24 +99,6 @@ impl Context {
             .filter_map(|m| m.metadata.name)
             .collect())
     }
-}
-
-/// The names of the Secrets of `ns` whose created-by label is `owner`, sorted.
-pub fn owned_names(cache: &[Arc<PartialObjectMeta<Secret>>], ns: &str, owner: &str) -> Vec<String> {
-    let mut out: Vec<String> = cache
-        .iter()
-        .filter(|m| m.metadata.namespace.as_deref() == Some(ns))
-        .filter(|m| {
-            m.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(LABEL_OWNER))
-                .is_some_and(|v| v == owner)
-        })
-        .filter_map(|m| m.metadata.name.clone())
-        .collect();
-    out.sort();
-    out
 }
 
 fn now_seconds() -> DateTime<Utc> {
@@ -758,27 +740,5 @@ mod tests {
             VerifiedTarget::of(&written).map(|k| k.resource_version),
             Some("7".to_string())
         );
-    }
-
-    #[test]
-    fn owned_names_come_from_the_cache_by_namespace_and_label() {
-        let meta = |ns: &str, name: &str, owner: Option<&str>| {
-            let mut m: PartialObjectMeta<Secret> = PartialObjectMeta::default();
-            m.metadata.namespace = Some(ns.into());
-            m.metadata.name = Some(name.into());
-            m.metadata.labels =
-                owner.map(|o| BTreeMap::from([(LABEL_OWNER.to_string(), o.to_string())]));
-            Arc::new(m)
-        };
-        let cache = vec![
-            meta("app", "new", Some("h1")),
-            meta("app", "old", Some("h1")),
-            meta("app", "other", Some("h2")),
-            meta("app", "plain", None),
-            meta("team", "same-label", Some("h1")),
-        ];
-        assert_eq!(owned_names(&cache, "app", "h1"), vec!["new", "old"]);
-        assert!(owned_names(&cache, "app", "h3").is_empty());
-        assert_eq!(owned_names(&cache, "team", "h1"), vec!["same-label"]);
     }
 }

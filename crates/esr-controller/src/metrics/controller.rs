@@ -30,7 +30,7 @@
 //! would count a second add when the delay expires), and a due requeue is counted at the next scrape
 //! or queue event after its time passes rather than at the exact instant.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -291,12 +291,80 @@ struct Pending {
     added: bool,
 }
 
-/// The model of kube-runtime's scheduler and runner for one controller.
+/// The model of kube-runtime's scheduler and runner for one controller. Every operation is
+/// O(log n) in the objects waiting: with 10,000 ExternalSecrets each waiting for its refresh, a
+/// scan per reconcile would cost more than the reconcile.
 #[derive(Debug, Default)]
 struct Queue {
     pending: HashMap<String, Pending>,
+    /// The pending requests not yet due (not added), by due time.
+    scheduled: BTreeSet<(Instant, String)>,
+    /// How many pending requests are due (added): the queue depth.
+    due: usize,
     running: HashMap<u64, Instant>,
     next_token: u64,
+}
+
+impl Queue {
+    /// Marks the request of `key` as due (added); true when it was not yet.
+    fn add(&mut self, key: &str) -> bool {
+        let Some(p) = self.pending.get_mut(key) else {
+            return false;
+        };
+        if p.added {
+            return false;
+        }
+        p.added = true;
+        let due = p.due;
+        self.scheduled.remove(&(due, key.to_string()));
+        self.due += 1;
+        true
+    }
+
+    /// A request for `key` due at `at`; merged with a pending one (the earliest time wins).
+    fn request(&mut self, key: String, at: Instant) {
+        match self.pending.get_mut(&key) {
+            Some(p) if at < p.due => {
+                let old = p.due;
+                p.due = at;
+                if !p.added {
+                    self.scheduled.remove(&(old, key.clone()));
+                    self.scheduled.insert((at, key));
+                }
+            }
+            Some(_) => {}
+            None => {
+                self.pending.insert(
+                    key.clone(),
+                    Pending {
+                        due: at,
+                        added: false,
+                    },
+                );
+                self.scheduled.insert((at, key));
+            }
+        }
+    }
+
+    /// Removes the request of `key`.
+    fn remove(&mut self, key: &str) -> Option<Pending> {
+        let p = self.pending.remove(key)?;
+        if p.added {
+            self.due -= 1;
+        } else {
+            self.scheduled.remove(&(p.due, key.to_string()));
+        }
+        Some(p)
+    }
+
+    /// The keys of the requests due by `now` and not yet added, in due order.
+    fn due_by(&self, now: Instant) -> Vec<String> {
+        self.scheduled
+            .iter()
+            .take_while(|(due, _)| *due <= now)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
 }
 
 /// How a reconcile ended.
@@ -362,15 +430,8 @@ impl ControllerMetrics {
     /// An object became due at `now` (a trigger).
     pub fn enqueue_at(&self, key: String, now: Instant) {
         let mut q = self.lock();
-        let p = q.pending.entry(key).or_insert(Pending {
-            due: now,
-            added: false,
-        });
-        if now < p.due {
-            p.due = now;
-        }
-        if !p.added {
-            p.added = true;
+        q.request(key.clone(), now);
+        if q.add(&key) {
             self.s.adds.inc();
         }
         self.set_depth(&q);
@@ -380,21 +441,14 @@ impl ControllerMetrics {
     /// kube-runtime's scheduler keeps the earliest.
     fn schedule_at(&self, key: String, at: Instant, now: Instant) {
         let mut q = self.lock();
-        let p = q.pending.entry(key).or_insert(Pending {
-            due: at,
-            added: false,
-        });
-        if at < p.due {
-            p.due = at;
-        }
+        q.request(key, at);
         self.promote(&mut q, now);
     }
 
     /// Counts the requests whose time has come.
     fn promote(&self, q: &mut Queue, now: Instant) {
-        for p in q.pending.values_mut() {
-            if !p.added && p.due <= now {
-                p.added = true;
+        for key in q.due_by(now) {
+            if q.add(&key) {
                 self.s.adds.inc();
             }
         }
@@ -402,15 +456,14 @@ impl ControllerMetrics {
     }
 
     fn set_depth(&self, q: &Queue) {
-        let due = q.pending.values().filter(|p| p.added).count();
-        self.s.depth.set(i64::try_from(due).unwrap_or(i64::MAX));
+        self.s.depth.set(i64::try_from(q.due).unwrap_or(i64::MAX));
     }
 
     /// A reconcile of `key` starts at `now`; returns its token for [`Self::finish_at`].
     pub fn start_at(&self, key: &str, now: Instant) -> u64 {
         let mut q = self.lock();
         self.promote(&mut q, now);
-        match q.pending.remove(key) {
+        match q.remove(key) {
             Some(p) if p.added => self
                 .s
                 .queue_duration
@@ -472,7 +525,7 @@ impl ControllerMetrics {
     /// The object is gone from the cache: kube-runtime drops its request without a reconcile.
     pub fn forget(&self, key: &str) {
         let mut q = self.lock();
-        q.pending.remove(key);
+        q.remove(key);
         self.set_depth(&q);
     }
 
@@ -700,6 +753,33 @@ mod tests {
             &text,
             "workqueue_depth{name=\"externalsecret\",controller=\"externalsecret\"} 0",
         );
+    }
+
+    #[test]
+    fn requeues_become_due_in_time_order_and_leave_the_queue_once() {
+        let mut reg = Registry::default();
+        let m = RuntimeMetrics::register(&mut reg);
+        let c = m.controller("externalsecret", 1);
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        for (key, after) in [("ns/c", 30), ("ns/a", 10), ("ns/b", 20)] {
+            c.retry_at(key, Some(s(after)), t0);
+        }
+        assert_eq!((c.s.adds.get(), c.s.depth.get()), (0, 0));
+        // An earlier requeue of c moves it ahead of b; a later one changes nothing.
+        c.retry_at("ns/c", Some(s(15)), t0);
+        c.retry_at("ns/a", Some(s(40)), t0);
+        c.refresh_at(t0 + s(16));
+        assert_eq!((c.s.adds.get(), c.s.depth.get()), (2, 2));
+        // b is forgotten before it is due; c starts (it was due); nothing is counted twice.
+        c.forget("ns/b");
+        let tc = c.start_at("ns/c", t0 + s(17));
+        c.finish_at(tc, "ns/c", Outcome::Done(None), t0 + s(18));
+        c.refresh_at(t0 + s(100));
+        assert_eq!((c.s.adds.get(), c.s.depth.get()), (2, 1));
+        let ta = c.start_at("ns/a", t0 + s(101));
+        c.finish_at(ta, "ns/a", Outcome::Done(None), t0 + s(102));
+        assert_eq!((c.s.adds.get(), c.s.depth.get()), (2, 0));
     }
 
     #[test]
