@@ -10,9 +10,9 @@ use crate::opaque::patterns::{DNS_SUBDOMAIN, SECRET_KEY};
 use crate::opaque::{AnyJson, OpaqueObject};
 use crate::providers::aws::AwsAuth;
 use crate::providers::vault::VaultProvider;
-use crate::providers::webhook::{WebhookAuth, WebhookProvider, WebhookResult, WebhookSecret};
+use crate::providers::webhook::{WebhookProvider, WebhookRequest, WebhookResult, WebhookSecret};
+use crate::v1::SecretKeySelector;
 use crate::v1::SecretStoreRetrySettings;
-use crate::v1::{CaProvider, SecretKeySelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -303,37 +303,16 @@ pub struct STSRequestParameters {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookSpec {
-    /// HTTP method of the request; `GET` when empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// The URL to call: a template over the named `secrets` (values are query-escaped).
-    pub url: String,
-    /// HTTP headers of the request; each value is a template like the body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headers: Option<BTreeMap<String, String>>,
-    /// An authentication protocol for the request; set exactly one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<WebhookAuth>,
-    /// The request body: a template over the named `secrets`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-    /// How long the request may take (a Go duration such as `10s`); no limit when empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<String>,
+    /// The request: method, URL, headers, auth, body, timeout and TLS trust (the URL, body and
+    /// headers are templates over the named `secrets`).
+    #[serde(flatten)]
+    pub request: WebhookRequest,
     /// Where the generated object is in the response.
     pub result: WebhookResult,
     /// Secrets (in the namespace of the ExternalSecret) whose data the templates may use, each
     /// under the given name. The Secrets must carry the label `external-secrets.io/type: webhook`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Vec<WebhookGeneratorSecret>>,
-    /// PEM CA certificates that the server's TLS certificate must chain to (base64 in the
-    /// manifest). Without it or `caProvider`, the system roots are used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("format" = "byte"))]
-    pub ca_bundle: Option<String>,
-    /// CA certificates read from a Secret or ConfigMap key, used like `caBundle`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_provider: Option<CaProvider>,
 }
 
 /// A Secret made available to the templates of a Webhook generator.
@@ -365,12 +344,7 @@ impl WebhookSpec {
     /// namespace (they are read in the referrer's namespace).
     pub fn to_provider(&self) -> WebhookProvider {
         WebhookProvider {
-            method: self.method.clone(),
-            url: self.url.clone(),
-            headers: self.headers.clone(),
-            auth: self.auth.clone(),
-            body: self.body.clone(),
-            timeout: self.timeout.clone(),
+            request: self.request.clone(),
             result: Some(self.result.clone()),
             secrets: self.secrets.as_ref().map(|s| {
                 s.iter()
@@ -384,8 +358,6 @@ impl WebhookSpec {
                     })
                     .collect()
             }),
-            ca_bundle: self.ca_bundle.clone(),
-            ca_provider: self.ca_provider.clone(),
         }
     }
 }
