@@ -109,20 +109,10 @@ fn http_get(addr: &str, path: &str) -> String {
 /// environment variables in-process.
 fn run_with_moto_env(scenario: &str) {
     let Some(moto) = moto() else { return };
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args(["--exact", scenario, "--ignored", "--nocapture"])
-        .env("AWS_ENDPOINT_URL", &moto)
-        .env_remove("AWS_PROFILE")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains(&format!("{scenario}: ok")), "{stdout}");
+    esr_e2e::run_ignored_in_child(scenario, &format!("{scenario}: ok"), |cmd| {
+        cmd.env("AWS_ENDPOINT_URL", &moto).env_remove("AWS_PROFILE");
+    })
+    .unwrap();
 }
 
 fn moto_env() -> Option<String> {
@@ -193,11 +183,7 @@ async fn parameter_store_scenario() {
                    "service": "ParameterStore", "region": r, "auth": secret_ref_auth()}}}}),
     )
     .await;
-    let ss = wait_condition(&env, "SecretStore", &ns, "ssm", "True", "Valid").await;
-    assert_eq!(
-        esr_e2e::str_at(&ss, "/status/capabilities"),
-        Some("ReadWrite")
-    );
+    wait_read_write_store(&env, "SecretStore", &ns, "ssm").await;
     apply(
         &env,
         &ns,
