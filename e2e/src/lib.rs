@@ -1113,6 +1113,25 @@ pub fn esr_render(file: &Path, setup: impl FnOnce(&mut Command)) -> Result<Strin
     Ok(stdout)
 }
 
+/// The moto (AWS API) endpoint `scripts/test-servers.sh` started (`ESR_TEST_MOTO_ENDPOINT`), or
+/// `None` after printing a `skipped:` line when it is not set; with `ESR_REQUIRE_SERVERS=1` a
+/// missing endpoint fails the test instead.
+pub fn moto_endpoint() -> Option<String> {
+    match std::env::var("ESR_TEST_MOTO_ENDPOINT") {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            assert!(
+                std::env::var("ESR_REQUIRE_SERVERS").as_deref() != Ok("1"),
+                "ESR_TEST_MOTO_ENDPOINT is not set but ESR_REQUIRE_SERVERS=1"
+            );
+            println!(
+                "skipped: ESR_TEST_MOTO_ENDPOINT is not set (run under scripts/test-servers.sh)"
+            );
+            None
+        }
+    }
+}
+
 /// Read a value at a JSON pointer as a string (helper for scenarios).
 pub fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)

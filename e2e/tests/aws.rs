@@ -12,21 +12,6 @@ mod es_support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-fn moto() -> Option<String> {
-    match std::env::var("ESR_TEST_MOTO_ENDPOINT") {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            if std::env::var("ESR_REQUIRE_SERVERS").as_deref() == Ok("1") {
-                panic!("ESR_TEST_MOTO_ENDPOINT is not set but ESR_REQUIRE_SERVERS=1");
-            }
-            println!(
-                "skipped: ESR_TEST_MOTO_ENDPOINT is not set (run under scripts/test-servers.sh)"
-            );
-            None
-        }
-    }
-}
-
 /// One Secrets Manager call to moto (which accepts any signature).
 fn sm_call(endpoint: &str, target: &str, body: &str) {
     let hostport = endpoint.trim_start_matches("http://").trim_end_matches('/');
@@ -75,7 +60,9 @@ fn render(endpoint: &str, manifest: &str) -> String {
 
 #[test]
 fn render_against_moto_with_data_extract_and_find() {
-    let Some(moto) = moto() else { return };
+    let Some(moto) = esr_e2e::moto_endpoint() else {
+        return;
+    };
     let run = format!("e2e{}", std::process::id());
     let db = format!("{run}/db");
     sm_call(
@@ -152,7 +139,9 @@ spec:
 /// `AWS_ENDPOINT_URL` set.
 #[test]
 fn controller_syncs_and_rotates_against_moto() {
-    let Some(moto) = moto() else { return };
+    let Some(moto) = esr_e2e::moto_endpoint() else {
+        return;
+    };
     esr_e2e::run_ignored_in_child(
         "controller_scenario",
         "aws-controller-scenario: ok",
@@ -169,7 +158,8 @@ async fn controller_scenario() {
     use es_support::*;
     use serde_json::json;
 
-    let (Some(moto), Ok(endpoint)) = (moto(), std::env::var("AWS_ENDPOINT_URL")) else {
+    let (Some(moto), Ok(endpoint)) = (esr_e2e::moto_endpoint(), std::env::var("AWS_ENDPOINT_URL"))
+    else {
         println!("skipped: needs ESR_TEST_MOTO_ENDPOINT and AWS_ENDPOINT_URL");
         return;
     };
