@@ -384,78 +384,78 @@ pub struct ClusterGeneratorSpec {
     pub generator: GeneratorSpec,
 }
 
-/// Generator kinds ESO defines (the `kind` of a ClusterGenerator).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::opaque::drop_description)]
-pub enum GeneratorKind {
-    /// The `ACRAccessToken` generator.
-    #[serde(rename = "ACRAccessToken")]
-    AcrAccessToken,
-    /// The `BeyondtrustWorkloadCredentialsDynamicSecret` generator.
-    BeyondtrustWorkloadCredentialsDynamicSecret,
-    /// The `CloudsmithAccessToken` generator.
-    CloudsmithAccessToken,
-    /// The `ECRAuthorizationToken` generator.
-    #[serde(rename = "ECRAuthorizationToken")]
-    EcrAuthorizationToken,
-    /// The `Fake` generator.
-    Fake,
-    /// The `GCRAccessToken` generator.
-    #[serde(rename = "GCRAccessToken")]
-    GcrAccessToken,
-    /// The `GithubAccessToken` generator.
-    GithubAccessToken,
-    /// The `GitlabDeployToken` generator.
-    GitlabDeployToken,
-    /// The `QuayAccessToken` generator.
-    QuayAccessToken,
-    /// The `Password` generator.
-    Password,
-    /// The `SSHKey` generator.
-    #[serde(rename = "SSHKey")]
-    SshKey,
-    /// The `STSSessionToken` generator.
-    #[serde(rename = "STSSessionToken")]
-    StsSessionToken,
-    /// The `UUID` generator.
-    #[serde(rename = "UUID")]
-    Uuid,
-    /// The `VaultDynamicSecret` generator.
-    VaultDynamicSecret,
-    /// The `Webhook` generator.
-    Webhook,
-    /// The `Grafana` generator.
-    Grafana,
-    /// The `MFA` generator.
-    #[serde(rename = "MFA")]
-    Mfa,
+/// Declares [`GeneratorKind`] and [`GeneratorRefKind`](crate::v1::GeneratorRefKind) from one list
+/// of ESO's generator kinds: the second is the first plus `ClusterGenerator`, which ESO's CRDs
+/// list third (after the kinds in `before`).
+macro_rules! generator_kinds {
+    (
+        before: [$($b:ident = $bn:literal, $bd:literal;)*]
+        after: [$($a:ident = $an:literal, $ad:literal;)*]
+    ) => {
+        /// Generator kinds ESO defines (the `kind` of a ClusterGenerator).
+        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+        #[schemars(transform = crate::opaque::drop_description)]
+        pub enum GeneratorKind {
+            $(#[doc = $bd] #[serde(rename = $bn)] $b,)*
+            $(#[doc = $ad] #[serde(rename = $an)] $a,)*
+        }
+
+        impl GeneratorKind {
+            /// The kind's name as written in manifests.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$b => $bn,)*
+                    $(Self::$a => $an,)*
+                }
+            }
+        }
+
+        /// Kinds a `generatorRef` may point at: every [`GeneratorKind`] and `ClusterGenerator`.
+        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+        #[schemars(transform = crate::opaque::drop_description)]
+        pub enum GeneratorRefKind {
+            $(#[doc = $bd] #[serde(rename = $bn)] $b,)*
+            /// A cluster-scoped generator wrapping any generator spec.
+            ClusterGenerator,
+            $(#[doc = $ad] #[serde(rename = $an)] $a,)*
+        }
+
+        impl GeneratorRefKind {
+            /// The kind's name as written in manifests.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$b => $bn,)*
+                    Self::ClusterGenerator => "ClusterGenerator",
+                    $(Self::$a => $an,)*
+                }
+            }
+        }
+    };
 }
 
-impl GeneratorKind {
-    /// The kind's name as written in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AcrAccessToken => "ACRAccessToken",
-            Self::BeyondtrustWorkloadCredentialsDynamicSecret => {
-                "BeyondtrustWorkloadCredentialsDynamicSecret"
-            }
-            Self::CloudsmithAccessToken => "CloudsmithAccessToken",
-            Self::EcrAuthorizationToken => "ECRAuthorizationToken",
-            Self::Fake => "Fake",
-            Self::GcrAccessToken => "GCRAccessToken",
-            Self::GithubAccessToken => "GithubAccessToken",
-            Self::GitlabDeployToken => "GitlabDeployToken",
-            Self::QuayAccessToken => "QuayAccessToken",
-            Self::Password => "Password",
-            Self::SshKey => "SSHKey",
-            Self::StsSessionToken => "STSSessionToken",
-            Self::Uuid => "UUID",
-            Self::VaultDynamicSecret => "VaultDynamicSecret",
-            Self::Webhook => "Webhook",
-            Self::Grafana => "Grafana",
-            Self::Mfa => "MFA",
-        }
-    }
+generator_kinds! {
+    before: [
+        AcrAccessToken = "ACRAccessToken", "Azure Container Registry token.";
+        BeyondtrustWorkloadCredentialsDynamicSecret = "BeyondtrustWorkloadCredentialsDynamicSecret",
+            "BeyondTrust workload credentials.";
+    ]
+    after: [
+        CloudsmithAccessToken = "CloudsmithAccessToken", "Cloudsmith access token.";
+        EcrAuthorizationToken = "ECRAuthorizationToken", "AWS ECR authorization token.";
+        Fake = "Fake", "Static fake data.";
+        GcrAccessToken = "GCRAccessToken", "Google Container Registry token.";
+        GithubAccessToken = "GithubAccessToken", "GitHub App installation token.";
+        GitlabDeployToken = "GitlabDeployToken", "GitLab deploy token.";
+        QuayAccessToken = "QuayAccessToken", "Quay robot token.";
+        Password = "Password", "Random password.";
+        SshKey = "SSHKey", "SSH key pair.";
+        StsSessionToken = "STSSessionToken", "AWS STS session token.";
+        Uuid = "UUID", "Random UUID.";
+        VaultDynamicSecret = "VaultDynamicSecret", "Vault dynamic secret.";
+        Webhook = "Webhook", "Response of an HTTP call.";
+        Grafana = "Grafana", "Grafana service-account token.";
+        Mfa = "MFA", "TOTP code.";
+    ]
 }
 
 /// The wrapped generator spec of a ClusterGenerator (exactly one key). The kinds esr implements are
