@@ -950,20 +950,7 @@ fn locate_esr() -> std::result::Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("ESR_BIN").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    // target/debug/deps/<test> → target/debug
-    let profile_dir = exe
-        .parent()
-        .and_then(|d| {
-            if d.ends_with("deps") {
-                d.parent()
-            } else {
-                Some(d)
-            }
-        })
-        .ok_or("cannot find the target directory")?
-        .to_path_buf();
-    let bin = profile_dir.join("esr");
+    let bin = profile_dir()?.join("esr");
     if std::env::var("ESR_E2E_NO_BUILD").as_deref() != Ok("1") {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
@@ -979,6 +966,169 @@ fn locate_esr() -> std::result::Result<PathBuf, String> {
         Ok(bin)
     } else {
         Err(format!("{} does not exist", bin.display()))
+    }
+}
+
+/// The directory cargo puts binaries in (`target/debug`), found from the running test executable
+/// (`target/debug/deps/<test>`).
+fn profile_dir() -> std::result::Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    exe.parent()
+        .and_then(|d| {
+            if d.ends_with("deps") {
+                d.parent()
+            } else {
+                Some(d)
+            }
+        })
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "cannot find the target directory".to_string())
+}
+
+/// A test-support server of `crates/testsupport` (`esr-azure-kv-test-server`,
+/// `esr-gcp-test-server`) run as a process for one test; killed on drop.
+///
+/// It is started as `<bin> <dir> <args..> <dir>/seed.json` in a fresh temporary `dir`, writes its
+/// CA (`ca.pem`) and other files into `dir`, and `dir/url` once it listens.
+pub struct ServerProcess {
+    child: Child,
+    /// The server's directory.
+    pub dir: PathBuf,
+    /// The server's `https://127.0.0.1:<port>`.
+    pub url: String,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ServerProcess {
+    /// Starts `bin` of the crate `package` (built with cargo when missing) with `args` and `seed`;
+    /// `tag` names the directory.
+    pub fn start(
+        bin: &str,
+        package: &str,
+        tag: &str,
+        args: &[&str],
+        seed: &Value,
+    ) -> Result<ServerProcess> {
+        let path = profile_dir().map_err(|e| anyhow!(e))?.join(bin);
+        if !path.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-q", "-p", package, "--bin", bin])
+                .current_dir(repo_root())
+                .status()
+                .with_context(|| format!("building {bin}"))?;
+            if !status.success() {
+                bail!("building {bin} failed: {status}");
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("esr-e2e-{bin}-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let seed_file = dir.join("seed.json");
+        std::fs::write(&seed_file, seed.to_string())?;
+        let child = Command::new(&path)
+            .arg(&dir)
+            .args(args)
+            .arg(&seed_file)
+            .stdout(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", path.display()))?;
+        let mut server = ServerProcess {
+            child,
+            dir,
+            url: String::new(),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(url) = std::fs::read_to_string(server.dir.join("url")) {
+                server.url = url;
+                return Ok(server);
+            }
+            if std::time::Instant::now() >= deadline {
+                bail!("{bin} did not start within 60s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The PEM file of the CA that signed the server's certificate.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+}
+
+/// Runs the `#[ignore]`d test `name` of this test binary in a child process that `setup` gives
+/// environment variables (the esr processes a scenario starts inherit the test process's
+/// environment, which a test cannot change in its own process); an error unless the child passed
+/// and printed `ok_line`.
+pub fn run_ignored_in_child(
+    name: &str,
+    ok_line: &str,
+    setup: impl FnOnce(&mut Command),
+) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", name, "--ignored", "--nocapture"]);
+    setup(&mut cmd);
+    let out = cmd.output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !stdout.contains(ok_line) {
+        bail!(
+            "{name} failed in its child process ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// Runs `esr render -f <file>` with the environment `setup` gives it.
+pub fn esr_render_output(
+    file: &Path,
+    setup: impl FnOnce(&mut Command),
+) -> Result<std::process::Output> {
+    let mut cmd = Command::new(esr_binary()?);
+    cmd.args(["render", "-f"]).arg(file);
+    setup(&mut cmd);
+    Ok(cmd.output()?)
+}
+
+/// What `esr render -f <file>` prints ([`esr_render_output`]); an error when it fails.
+pub fn esr_render(file: &Path, setup: impl FnOnce(&mut Command)) -> Result<String> {
+    let out = esr_render_output(file, setup)?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        bail!(
+            "esr render failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(stdout)
+}
+
+/// The moto (AWS API) endpoint `scripts/test-servers.sh` started (`ESR_TEST_MOTO_ENDPOINT`), or
+/// `None` after printing a `skipped:` line when it is not set; with `ESR_REQUIRE_SERVERS=1` a
+/// missing endpoint fails the test instead.
+pub fn moto_endpoint() -> Option<String> {
+    match std::env::var("ESR_TEST_MOTO_ENDPOINT") {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            assert!(
+                std::env::var("ESR_REQUIRE_SERVERS").as_deref() != Ok("1"),
+                "ESR_TEST_MOTO_ENDPOINT is not set but ESR_REQUIRE_SERVERS=1"
+            );
+            println!(
+                "skipped: ESR_TEST_MOTO_ENDPOINT is not set (run under scripts/test-servers.sh)"
+            );
+            None
+        }
     }
 }
 

@@ -11,23 +11,6 @@ mod es_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::Command;
-
-fn moto() -> Option<String> {
-    match std::env::var("ESR_TEST_MOTO_ENDPOINT") {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            if std::env::var("ESR_REQUIRE_SERVERS").as_deref() == Ok("1") {
-                panic!("ESR_TEST_MOTO_ENDPOINT is not set but ESR_REQUIRE_SERVERS=1");
-            }
-            println!(
-                "skipped: ESR_TEST_MOTO_ENDPOINT is not set (run under scripts/test-servers.sh)"
-            );
-            None
-        }
-    }
-}
 
 /// One Secrets Manager call to moto (which accepts any signature).
 fn sm_call(endpoint: &str, target: &str, body: &str) {
@@ -58,23 +41,6 @@ fn http_get(addr: &str, path: &str) -> String {
     resp
 }
 
-/// The esr binary next to this test's target directory (built by the workspace test run), or
-/// built on demand.
-fn esr_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
-    let bin = dir.join("esr");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "-q", "-p", "esr", "--bin", "esr"])
-            .status()
-            .unwrap();
-        assert!(st.success(), "building esr failed");
-    }
-    bin
-}
-
 fn b64(data: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(data)
@@ -85,25 +51,18 @@ fn render(endpoint: &str, manifest: &str) -> String {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("manifest.yaml");
     std::fs::write(&file, manifest).unwrap();
-    let out = Command::new(esr_bin())
-        .args(["render", "-f"])
-        .arg(&file)
-        .env("AWS_ENDPOINT_URL", endpoint)
-        .env_remove("AWS_PROFILE")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "esr render failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    esr_e2e::esr_render(&file, |cmd| {
+        cmd.env("AWS_ENDPOINT_URL", endpoint)
+            .env_remove("AWS_PROFILE");
+    })
+    .unwrap()
 }
 
 #[test]
 fn render_against_moto_with_data_extract_and_find() {
-    let Some(moto) = moto() else { return };
+    let Some(moto) = esr_e2e::moto_endpoint() else {
+        return;
+    };
     let run = format!("e2e{}", std::process::id());
     let db = format!("{run}/db");
     sm_call(
@@ -180,20 +139,17 @@ spec:
 /// `AWS_ENDPOINT_URL` set.
 #[test]
 fn controller_syncs_and_rotates_against_moto() {
-    let Some(moto) = moto() else { return };
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args(["--exact", "controller_scenario", "--ignored", "--nocapture"])
-        .env("AWS_ENDPOINT_URL", &moto)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("aws-controller-scenario: ok"), "{stdout}");
+    let Some(moto) = esr_e2e::moto_endpoint() else {
+        return;
+    };
+    esr_e2e::run_ignored_in_child(
+        "controller_scenario",
+        "aws-controller-scenario: ok",
+        |cmd| {
+            cmd.env("AWS_ENDPOINT_URL", &moto);
+        },
+    )
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,7 +158,8 @@ async fn controller_scenario() {
     use es_support::*;
     use serde_json::json;
 
-    let (Some(moto), Ok(endpoint)) = (moto(), std::env::var("AWS_ENDPOINT_URL")) else {
+    let (Some(moto), Ok(endpoint)) = (esr_e2e::moto_endpoint(), std::env::var("AWS_ENDPOINT_URL"))
+    else {
         println!("skipped: needs ESR_TEST_MOTO_ENDPOINT and AWS_ENDPOINT_URL");
         return;
     };
@@ -244,11 +201,7 @@ async fn controller_scenario() {
                        "secretAccessKeySecretRef": {"name": "aws-creds", "key": "secret", "namespace": ns}}}}}}}),
     )
     .await;
-    let css = wait_condition(&env, "ClusterSecretStore", "", &store, "True", "Valid").await;
-    assert_eq!(
-        esr_e2e::str_at(&css, "/status/capabilities"),
-        Some("ReadWrite")
-    );
+    wait_read_write_store(&env, "ClusterSecretStore", "", &store).await;
     apply(
         &env,
         &ns,

@@ -20,21 +20,6 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-fn moto() -> Option<String> {
-    match std::env::var("ESR_TEST_MOTO_ENDPOINT") {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            if std::env::var("ESR_REQUIRE_SERVERS").as_deref() == Ok("1") {
-                panic!("ESR_TEST_MOTO_ENDPOINT is not set but ESR_REQUIRE_SERVERS=1");
-            }
-            println!(
-                "skipped: ESR_TEST_MOTO_ENDPOINT is not set (run under scripts/test-servers.sh)"
-            );
-            None
-        }
-    }
-}
-
 /// One SSM call to moto (which accepts any signature) in `region`: (HTTP status, body).
 fn ssm_call(endpoint: &str, region: &str, target: &str, body: &Value) -> (u16, Value) {
     let hostport = endpoint.trim_start_matches("http://").trim_end_matches('/');
@@ -108,25 +93,17 @@ fn http_get(addr: &str, path: &str) -> String {
 /// set: the controller inherits its environment from the test process, and tests cannot set
 /// environment variables in-process.
 fn run_with_moto_env(scenario: &str) {
-    let Some(moto) = moto() else { return };
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args(["--exact", scenario, "--ignored", "--nocapture"])
-        .env("AWS_ENDPOINT_URL", &moto)
-        .env_remove("AWS_PROFILE")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains(&format!("{scenario}: ok")), "{stdout}");
+    let Some(moto) = esr_e2e::moto_endpoint() else {
+        return;
+    };
+    esr_e2e::run_ignored_in_child(scenario, &format!("{scenario}: ok"), |cmd| {
+        cmd.env("AWS_ENDPOINT_URL", &moto).env_remove("AWS_PROFILE");
+    })
+    .unwrap();
 }
 
 fn moto_env() -> Option<String> {
-    match (moto(), std::env::var("AWS_ENDPOINT_URL")) {
+    match (esr_e2e::moto_endpoint(), std::env::var("AWS_ENDPOINT_URL")) {
         (Some(m), Ok(e)) if m == e => Some(m),
         _ => {
             println!("skipped: needs ESR_TEST_MOTO_ENDPOINT and the same AWS_ENDPOINT_URL");
@@ -193,11 +170,7 @@ async fn parameter_store_scenario() {
                    "service": "ParameterStore", "region": r, "auth": secret_ref_auth()}}}}),
     )
     .await;
-    let ss = wait_condition(&env, "SecretStore", &ns, "ssm", "True", "Valid").await;
-    assert_eq!(
-        esr_e2e::str_at(&ss, "/status/capabilities"),
-        Some("ReadWrite")
-    );
+    wait_read_write_store(&env, "SecretStore", &ns, "ssm").await;
     apply(
         &env,
         &ns,

@@ -9,92 +9,31 @@
 
 mod es_support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+use esr_e2e::ServerProcess;
 
 const TENANT: &str = "11111111-2222-3333-4444-555555555555";
 const CLIENT_ID: &str = "esr-e2e-client";
 const CLIENT_SECRET: &str = "esr-e2e-client-secret";
 
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf()
+/// The Key Vault + Entra test server.
+fn start_kv(tag: &str) -> ServerProcess {
+    ServerProcess::start(
+        "esr-azure-kv-test-server",
+        "esr-test-azure-server",
+        tag,
+        &[TENANT, CLIENT_ID, CLIENT_SECRET],
+        &seed(),
+    )
+    .unwrap()
 }
 
-fn build_if_missing(bin: &str, args: &[&str]) -> PathBuf {
-    let path = target_dir().join(bin);
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo).args(args).status().unwrap();
-        assert!(st.success(), "building {bin} failed");
-    }
-    path
-}
-
-fn esr_bin() -> PathBuf {
-    build_if_missing("esr", &["build", "-q", "-p", "esr", "--bin", "esr"])
-}
-
-/// The test server process; killed on drop.
-struct Kv {
-    child: Child,
-    dir: PathBuf,
-    url: String,
-}
-
-impl Drop for Kv {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Kv {
-    fn start(tag: &str, seed: &serde_json::Value) -> Kv {
-        let bin = build_if_missing(
-            "esr-azure-kv-test-server",
-            &[
-                "build",
-                "-q",
-                "-p",
-                "esr-test-azure-server",
-                "--bin",
-                "esr-azure-kv-test-server",
-            ],
-        );
-        let dir = std::env::temp_dir().join(format!("esr-e2e-azure-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let seed_file = dir.join("seed.json");
-        std::fs::write(&seed_file, seed.to_string()).unwrap();
-        let child = Command::new(bin)
-            .arg(&dir)
-            .args([TENANT, CLIENT_ID, CLIENT_SECRET])
-            .arg(&seed_file)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let url = loop {
-            if let Ok(u) = std::fs::read_to_string(dir.join("url")) {
-                break u;
-            }
-            assert!(Instant::now() < deadline, "test server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        Kv { child, dir, url }
-    }
-
-    fn ca_file(&self) -> PathBuf {
-        self.dir.join("ca.pem")
-    }
-
-    fn env(&self, cmd: &mut Command) {
-        cmd.env("ESR_AZURE_EXTRA_CA_FILE", self.ca_file())
-            .env("ESR_AZURE_AUTHORITY_HOST", &self.url)
-            .env("ESR_AZURE_SKIP_CHALLENGE_RESOURCE_CHECK", "1");
-    }
+/// Points esr at the test server.
+fn kv_env(kv: &ServerProcess, cmd: &mut Command) {
+    cmd.env("ESR_AZURE_EXTRA_CA_FILE", kv.ca_file())
+        .env("ESR_AZURE_AUTHORITY_HOST", &kv.url)
+        .env("ESR_AZURE_SKIP_CHALLENGE_RESOURCE_CHECK", "1");
 }
 
 fn seed() -> serde_json::Value {
@@ -150,25 +89,12 @@ spec:
     )
 }
 
-fn render(kv: &Kv, file: &Path) -> std::process::Output {
-    let mut cmd = Command::new(esr_bin());
-    cmd.args(["render", "-f"]).arg(file);
-    kv.env(&mut cmd);
-    cmd.output().unwrap()
-}
-
 #[test]
 fn render_against_the_key_vault_test_server() {
-    let kv = Kv::start("render", &seed());
+    let kv = start_kv("render");
     let file = kv.dir.join("manifest.yaml");
     std::fs::write(&file, manifest(&kv.url)).unwrap();
-    let out = render(&kv, &file);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "esr render failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = esr_e2e::esr_render(&file, |cmd| kv_env(&kv, cmd)).unwrap();
     assert!(stdout.contains("name: app"), "{stdout}");
     assert!(
         stdout.contains(&format!("username: {}", b64(b"alice"))),
@@ -193,13 +119,12 @@ fn render_against_the_key_vault_test_server() {
     assert!(!stdout.contains(&b64(b"nope")), "find by tags: {stdout}");
 
     // Without trusting the test CA, the TLS handshake fails: the override is what makes it work.
-    let mut cmd = Command::new(esr_bin());
-    cmd.args(["render", "-f"])
-        .arg(&file)
-        .env("ESR_AZURE_AUTHORITY_HOST", &kv.url)
-        .env("ESR_AZURE_SKIP_CHALLENGE_RESOURCE_CHECK", "1")
-        .env_remove("ESR_AZURE_EXTRA_CA_FILE");
-    let out = cmd.output().unwrap();
+    let out = esr_e2e::esr_render_output(&file, |cmd| {
+        cmd.env("ESR_AZURE_AUTHORITY_HOST", &kv.url)
+            .env("ESR_AZURE_SKIP_CHALLENGE_RESOURCE_CHECK", "1")
+            .env_remove("ESR_AZURE_EXTRA_CA_FILE");
+    })
+    .unwrap();
     assert!(!out.status.success(), "render must fail without the CA");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("invalid peer certificate"), "{stderr}");
@@ -209,25 +134,16 @@ fn render_against_the_key_vault_test_server() {
 /// in-process, so the scenario runs in a child process of this test binary.
 #[test]
 fn controller_syncs_from_the_key_vault_test_server() {
-    let kv = Kv::start("ctl", &seed());
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        "--exact",
+    let kv = start_kv("ctl");
+    esr_e2e::run_ignored_in_child(
         "azure_controller_scenario",
-        "--ignored",
-        "--nocapture",
-    ])
-    .env("ESR_E2E_AZURE_VAULT_URL", &kv.url);
-    kv.env(&mut cmd);
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("azure-controller-scenario: ok"), "{stdout}");
+        "azure-controller-scenario: ok",
+        |cmd| {
+            cmd.env("ESR_E2E_AZURE_VAULT_URL", &kv.url);
+            kv_env(&kv, cmd);
+        },
+    )
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,66 +180,11 @@ async fn azure_controller_scenario() {
                        "clientSecret": {"name": "azure-creds", "key": "client-secret", "namespace": ns}}}}}}),
     )
     .await;
-    let css = wait_condition(&env, "ClusterSecretStore", "", &store, "True", "Valid").await;
-    assert_eq!(
-        esr_e2e::str_at(&css, "/status/capabilities"),
-        Some("ReadWrite")
-    );
-    apply(
-        &env,
-        &ns,
-        es(
-            "app",
-            json!({
-                "refreshInterval": "1h",
-                "secretStoreRef": {"kind": "ClusterSecretStore", "name": store},
-                "target": {"name": "app"},
-                "data": [{"secretKey": "username", "remoteRef": {"key": "db", "property": "user"}}],
-                "dataFrom": [
-                    {"extract": {"key": "db"}},
-                    {"find": {"name": {"regexp": "^app-"}}}
-                ]
-            }),
-        ),
-    )
-    .await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "app",
-        &[
-            ("username", "alice"),
-            ("user", "alice"),
-            ("pass", "v2"),
-            ("app-token", "tok-123"),
-        ],
-    )
-    .await;
-    wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
+    wait_read_write_store(&env, "ClusterSecretStore", "", &store).await;
+    sync_seeded_app(&env, &ns, "ClusterSecretStore", &store).await;
 
     // A missing remote secret: the ExternalSecret reports the error, values never hit the logs.
-    apply(
-        &env,
-        &ns,
-        es(
-            "missing",
-            json!({
-                "secretStoreRef": {"kind": "ClusterSecretStore", "name": store},
-                "target": {"name": "missing"},
-                "data": [{"secretKey": "x", "remoteRef": {"key": "does-not-exist"}}]
-            }),
-        ),
-    )
-    .await;
-    wait_condition(
-        &env,
-        "ExternalSecret",
-        &ns,
-        "missing",
-        "False",
-        "SecretSyncedError",
-    )
-    .await;
+    wait_missing_key_fails(&env, &ns, "ClusterSecretStore", &store).await;
     let logs = esr.logs();
     assert!(!logs.contains("tok-123"), "{logs}");
     assert!(!logs.contains(CLIENT_SECRET), "{logs}");

@@ -11,34 +11,15 @@
 
 mod es_support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+use esr_e2e::ServerProcess;
 
 const PROJECT: &str = "esr-e2e-project";
 const SA_EMAIL: &str = "esr-e2e@esr-e2e-project.iam.gserviceaccount.com";
 const CLUSTER: &str = "e2e-cluster";
 const LOCATION: &str = "europe-west1";
 const WI_SA: &str = "gcp-app";
-
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf()
-}
-
-fn build_if_missing(bin: &str, args: &[&str]) -> PathBuf {
-    let path = target_dir().join(bin);
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo).args(args).status().unwrap();
-        assert!(st.success(), "building {bin} failed");
-    }
-    path
-}
-
-fn esr_bin() -> PathBuf {
-    build_if_missing("esr", &["build", "-q", "-p", "esr", "--bin", "esr"])
-}
 
 fn pool() -> String {
     format!("{PROJECT}.svc.id.goog")
@@ -51,81 +32,43 @@ fn sts_audience() -> String {
     )
 }
 
-/// The test server process; killed on drop.
-struct Gcp {
-    child: Child,
-    dir: PathBuf,
-    url: String,
-}
-
-impl Drop for Gcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Gcp {
-    fn start(tag: &str) -> Gcp {
-        let bin = build_if_missing(
-            "esr-gcp-test-server",
-            &[
-                "build",
-                "-q",
-                "-p",
-                "esr-test-gcp-server",
-                "--bin",
-                "esr-gcp-test-server",
+/// The Secret Manager + STS test server.
+fn start_gcp(tag: &str) -> ServerProcess {
+    let seed = serde_json::json!({
+        "secrets": {
+            "db": [
+                {"value": "{\"user\":\"alice\",\"pass\":\"v1\"}"},
+                {"value": "{\"user\":\"alice\",\"pass\":\"v2\"}", "labels": {"team": "payments"}}
             ],
-        );
-        let dir = std::env::temp_dir().join(format!("esr-e2e-gcp-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let seed = serde_json::json!({
-            "secrets": {
-                "db": [
-                    {"value": "{\"user\":\"alice\",\"pass\":\"v1\"}"},
-                    {"value": "{\"user\":\"alice\",\"pass\":\"v2\"}", "labels": {"team": "payments"}}
-                ],
-                "app-token": [{"value": "tok-123", "labels": {"team": "payments"}}],
-                "other": [{"value": "nope", "labels": {"team": "other"}}]
-            },
-            "serviceAccounts": [SA_EMAIL],
-            "sts": {
-                "audience": sts_audience(),
-                "subjects": [format!("system:serviceaccount:*:{WI_SA}")],
-                "subjectAudience": pool()
-            }
-        });
-        let seed_file = dir.join("seed.json");
-        std::fs::write(&seed_file, seed.to_string()).unwrap();
-        let child = Command::new(bin)
-            .arg(&dir)
-            .arg(PROJECT)
-            .arg(&seed_file)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let url = loop {
-            if let Ok(u) = std::fs::read_to_string(dir.join("url")) {
-                break u;
-            }
-            assert!(Instant::now() < deadline, "test server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        Gcp { child, dir, url }
-    }
+            "app-token": [{"value": "tok-123", "labels": {"team": "payments"}}],
+            "other": [{"value": "nope", "labels": {"team": "other"}}]
+        },
+        "serviceAccounts": [SA_EMAIL],
+        "sts": {
+            "audience": sts_audience(),
+            "subjects": [format!("system:serviceaccount:*:{WI_SA}")],
+            "subjectAudience": pool()
+        }
+    });
+    ServerProcess::start(
+        "esr-gcp-test-server",
+        "esr-test-gcp-server",
+        tag,
+        &[PROJECT],
+        &seed,
+    )
+    .unwrap()
+}
 
-    fn sa_key(&self) -> String {
-        std::fs::read_to_string(self.dir.join("sa-0.json")).unwrap()
-    }
+fn sa_key(gcp: &ServerProcess) -> String {
+    std::fs::read_to_string(gcp.dir.join("sa-0.json")).unwrap()
+}
 
-    fn env(&self, cmd: &mut Command) {
-        cmd.env("SSL_CERT_FILE", self.dir.join("ca.pem"))
-            .env("ESR_GCP_SECRETMANAGER_ENDPOINT", &self.url)
-            .env("ESR_GCP_STS_URL", format!("{}/v1/token", self.url));
-    }
+/// Points esr at the test server.
+fn gcp_env(gcp: &ServerProcess, cmd: &mut Command) {
+    cmd.env("SSL_CERT_FILE", gcp.ca_file())
+        .env("ESR_GCP_SECRETMANAGER_ENDPOINT", &gcp.url)
+        .env("ESR_GCP_STS_URL", format!("{}/v1/token", gcp.url));
 }
 
 fn b64(data: &[u8]) -> String {
@@ -172,25 +115,12 @@ spec:
     )
 }
 
-fn render(gcp: &Gcp, file: &Path) -> std::process::Output {
-    let mut cmd = Command::new(esr_bin());
-    cmd.args(["render", "-f"]).arg(file);
-    gcp.env(&mut cmd);
-    cmd.output().unwrap()
-}
-
 #[test]
 fn render_against_the_gcp_test_server() {
-    let gcp = Gcp::start("render");
+    let gcp = start_gcp("render");
     let file = gcp.dir.join("manifest.yaml");
-    std::fs::write(&file, manifest(&gcp.sa_key())).unwrap();
-    let out = render(&gcp, &file);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "esr render failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::fs::write(&file, manifest(&sa_key(&gcp))).unwrap();
+    let stdout = esr_e2e::esr_render(&file, |cmd| gcp_env(&gcp, cmd)).unwrap();
     assert!(stdout.contains("name: app"), "{stdout}");
     for (k, v) in [
         ("username", &b"alice"[..]),
@@ -207,12 +137,11 @@ fn render_against_the_gcp_test_server() {
     assert!(!stdout.contains(&b64(b"nope")), "find by labels: {stdout}");
 
     // Without trusting the test CA, the TLS handshake fails.
-    let mut cmd = Command::new(esr_bin());
-    cmd.args(["render", "-f"])
-        .arg(&file)
-        .env("ESR_GCP_SECRETMANAGER_ENDPOINT", &gcp.url)
-        .env_remove("SSL_CERT_FILE");
-    let out = cmd.output().unwrap();
+    let out = esr_e2e::esr_render_output(&file, |cmd| {
+        cmd.env("ESR_GCP_SECRETMANAGER_ENDPOINT", &gcp.url)
+            .env_remove("SSL_CERT_FILE");
+    })
+    .unwrap();
     assert!(!out.status.success(), "render must fail without the CA");
 }
 
@@ -220,25 +149,16 @@ fn render_against_the_gcp_test_server() {
 /// in-process, so the scenario runs in a child process of this test binary.
 #[test]
 fn controller_syncs_and_pushes_through_the_gcp_test_server() {
-    let gcp = Gcp::start("ctl");
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        "--exact",
+    let gcp = start_gcp("ctl");
+    esr_e2e::run_ignored_in_child(
         "gcp_controller_scenario",
-        "--ignored",
-        "--nocapture",
-    ])
-    .env("ESR_E2E_GCP_SA_KEY_FILE", gcp.dir.join("sa-0.json"));
-    gcp.env(&mut cmd);
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("gcp-controller-scenario: ok"), "{stdout}");
+        "gcp-controller-scenario: ok",
+        |cmd| {
+            cmd.env("ESR_E2E_GCP_SA_KEY_FILE", gcp.dir.join("sa-0.json"));
+            gcp_env(&gcp, cmd);
+        },
+    )
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,42 +192,8 @@ async fn gcp_controller_scenario() {
                    "secretAccessKeySecretRef": {"name": "gcp-sa", "key": "sa.json"}}}}}}}),
     )
     .await;
-    let ss = wait_condition(&env, "SecretStore", &ns, "gcp", "True", "Valid").await;
-    assert_eq!(
-        esr_e2e::str_at(&ss, "/status/capabilities"),
-        Some("ReadWrite")
-    );
-    apply(
-        &env,
-        &ns,
-        es(
-            "app",
-            json!({
-                "refreshInterval": "1h",
-                "secretStoreRef": {"kind": "SecretStore", "name": "gcp"},
-                "target": {"name": "app"},
-                "data": [{"secretKey": "username", "remoteRef": {"key": "db", "property": "user"}}],
-                "dataFrom": [
-                    {"extract": {"key": "db"}},
-                    {"find": {"name": {"regexp": "^app-"}}}
-                ]
-            }),
-        ),
-    )
-    .await;
-    wait_secret_data(
-        &env,
-        &ns,
-        "app",
-        &[
-            ("username", "alice"),
-            ("user", "alice"),
-            ("pass", "v2"),
-            ("app-token", "tok-123"),
-        ],
-    )
-    .await;
-    wait_condition(&env, "ExternalSecret", &ns, "app", "True", "SecretSynced").await;
+    wait_read_write_store(&env, "SecretStore", &ns, "gcp").await;
+    sync_seeded_app(&env, &ns, "SecretStore", "gcp").await;
 
     // PushSecret: a local Secret's key becomes a Secret Manager secret, read back by an
     // ExternalSecret.
@@ -406,28 +292,7 @@ async fn gcp_controller_scenario() {
     wait_secret_data(&env, &ns, "wi", &[("token", "tok-123")]).await;
 
     // A missing remote secret: the ExternalSecret reports the error; values never hit the logs.
-    apply(
-        &env,
-        &ns,
-        es(
-            "missing",
-            json!({
-                "secretStoreRef": {"kind": "SecretStore", "name": "gcp"},
-                "target": {"name": "missing"},
-                "data": [{"secretKey": "x", "remoteRef": {"key": "does-not-exist"}}]
-            }),
-        ),
-    )
-    .await;
-    wait_condition(
-        &env,
-        "ExternalSecret",
-        &ns,
-        "missing",
-        "False",
-        "SecretSyncedError",
-    )
-    .await;
+    wait_missing_key_fails(&env, &ns, "SecretStore", "gcp").await;
     let logs = esr.logs();
     assert!(!logs.contains("tok-123"), "{logs}");
     assert!(!logs.contains("pushed-value-1"), "{logs}");

@@ -57,11 +57,7 @@ async fn webhook_store_and_generator_through_the_controller() {
                "spec": {"provider": {"webhook": store}}}),
     )
     .await;
-    let ss = wait_condition(&env, "SecretStore", &ns, "api", "True", "Valid").await;
-    assert_eq!(
-        esr_e2e::str_at(&ss, "/status/capabilities"),
-        Some("ReadWrite")
-    );
+    wait_read_write_store(&env, "SecretStore", &ns, "api").await;
     apply(
         &env,
         &ns,

@@ -10,9 +10,9 @@ use crate::opaque::patterns::{DNS_SUBDOMAIN, SECRET_KEY};
 use crate::opaque::{AnyJson, OpaqueObject};
 use crate::providers::aws::AwsAuth;
 use crate::providers::vault::VaultProvider;
-use crate::providers::webhook::{WebhookAuth, WebhookProvider, WebhookResult, WebhookSecret};
+use crate::providers::webhook::{WebhookProvider, WebhookRequest, WebhookResult, WebhookSecret};
+use crate::v1::SecretKeySelector;
 use crate::v1::SecretStoreRetrySettings;
-use crate::v1::{CaProvider, SecretKeySelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -303,37 +303,16 @@ pub struct STSRequestParameters {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookSpec {
-    /// HTTP method of the request; `GET` when empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// The URL to call: a template over the named `secrets` (values are query-escaped).
-    pub url: String,
-    /// HTTP headers of the request; each value is a template like the body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headers: Option<BTreeMap<String, String>>,
-    /// An authentication protocol for the request; set exactly one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<WebhookAuth>,
-    /// The request body: a template over the named `secrets`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-    /// How long the request may take (a Go duration such as `10s`); no limit when empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<String>,
+    /// The request: method, URL, headers, auth, body, timeout and TLS trust (the URL, body and
+    /// headers are templates over the named `secrets`).
+    #[serde(flatten)]
+    pub request: WebhookRequest,
     /// Where the generated object is in the response.
     pub result: WebhookResult,
     /// Secrets (in the namespace of the ExternalSecret) whose data the templates may use, each
     /// under the given name. The Secrets must carry the label `external-secrets.io/type: webhook`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Vec<WebhookGeneratorSecret>>,
-    /// PEM CA certificates that the server's TLS certificate must chain to (base64 in the
-    /// manifest). Without it or `caProvider`, the system roots are used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("format" = "byte"))]
-    pub ca_bundle: Option<String>,
-    /// CA certificates read from a Secret or ConfigMap key, used like `caBundle`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_provider: Option<CaProvider>,
 }
 
 /// A Secret made available to the templates of a Webhook generator.
@@ -365,12 +344,7 @@ impl WebhookSpec {
     /// namespace (they are read in the referrer's namespace).
     pub fn to_provider(&self) -> WebhookProvider {
         WebhookProvider {
-            method: self.method.clone(),
-            url: self.url.clone(),
-            headers: self.headers.clone(),
-            auth: self.auth.clone(),
-            body: self.body.clone(),
-            timeout: self.timeout.clone(),
+            request: self.request.clone(),
             result: Some(self.result.clone()),
             secrets: self.secrets.as_ref().map(|s| {
                 s.iter()
@@ -384,8 +358,6 @@ impl WebhookSpec {
                     })
                     .collect()
             }),
-            ca_bundle: self.ca_bundle.clone(),
-            ca_provider: self.ca_provider.clone(),
         }
     }
 }
@@ -412,78 +384,78 @@ pub struct ClusterGeneratorSpec {
     pub generator: GeneratorSpec,
 }
 
-/// Generator kinds ESO defines (the `kind` of a ClusterGenerator).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::opaque::drop_description)]
-pub enum GeneratorKind {
-    /// The `ACRAccessToken` generator.
-    #[serde(rename = "ACRAccessToken")]
-    AcrAccessToken,
-    /// The `BeyondtrustWorkloadCredentialsDynamicSecret` generator.
-    BeyondtrustWorkloadCredentialsDynamicSecret,
-    /// The `CloudsmithAccessToken` generator.
-    CloudsmithAccessToken,
-    /// The `ECRAuthorizationToken` generator.
-    #[serde(rename = "ECRAuthorizationToken")]
-    EcrAuthorizationToken,
-    /// The `Fake` generator.
-    Fake,
-    /// The `GCRAccessToken` generator.
-    #[serde(rename = "GCRAccessToken")]
-    GcrAccessToken,
-    /// The `GithubAccessToken` generator.
-    GithubAccessToken,
-    /// The `GitlabDeployToken` generator.
-    GitlabDeployToken,
-    /// The `QuayAccessToken` generator.
-    QuayAccessToken,
-    /// The `Password` generator.
-    Password,
-    /// The `SSHKey` generator.
-    #[serde(rename = "SSHKey")]
-    SshKey,
-    /// The `STSSessionToken` generator.
-    #[serde(rename = "STSSessionToken")]
-    StsSessionToken,
-    /// The `UUID` generator.
-    #[serde(rename = "UUID")]
-    Uuid,
-    /// The `VaultDynamicSecret` generator.
-    VaultDynamicSecret,
-    /// The `Webhook` generator.
-    Webhook,
-    /// The `Grafana` generator.
-    Grafana,
-    /// The `MFA` generator.
-    #[serde(rename = "MFA")]
-    Mfa,
+/// Declares [`GeneratorKind`] and [`GeneratorRefKind`](crate::v1::GeneratorRefKind) from one list
+/// of ESO's generator kinds: the second is the first plus `ClusterGenerator`, which ESO's CRDs
+/// list third (after the kinds in `before`).
+macro_rules! generator_kinds {
+    (
+        before: [$($b:ident = $bn:literal, $bd:literal;)*]
+        after: [$($a:ident = $an:literal, $ad:literal;)*]
+    ) => {
+        /// Generator kinds ESO defines (the `kind` of a ClusterGenerator).
+        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+        #[schemars(transform = crate::opaque::drop_description)]
+        pub enum GeneratorKind {
+            $(#[doc = $bd] #[serde(rename = $bn)] $b,)*
+            $(#[doc = $ad] #[serde(rename = $an)] $a,)*
+        }
+
+        impl GeneratorKind {
+            /// The kind's name as written in manifests.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$b => $bn,)*
+                    $(Self::$a => $an,)*
+                }
+            }
+        }
+
+        /// Kinds a `generatorRef` may point at: every [`GeneratorKind`] and `ClusterGenerator`.
+        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+        #[schemars(transform = crate::opaque::drop_description)]
+        pub enum GeneratorRefKind {
+            $(#[doc = $bd] #[serde(rename = $bn)] $b,)*
+            /// A cluster-scoped generator wrapping any generator spec.
+            ClusterGenerator,
+            $(#[doc = $ad] #[serde(rename = $an)] $a,)*
+        }
+
+        impl GeneratorRefKind {
+            /// The kind's name as written in manifests.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$b => $bn,)*
+                    Self::ClusterGenerator => "ClusterGenerator",
+                    $(Self::$a => $an,)*
+                }
+            }
+        }
+    };
 }
 
-impl GeneratorKind {
-    /// The kind's name as written in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AcrAccessToken => "ACRAccessToken",
-            Self::BeyondtrustWorkloadCredentialsDynamicSecret => {
-                "BeyondtrustWorkloadCredentialsDynamicSecret"
-            }
-            Self::CloudsmithAccessToken => "CloudsmithAccessToken",
-            Self::EcrAuthorizationToken => "ECRAuthorizationToken",
-            Self::Fake => "Fake",
-            Self::GcrAccessToken => "GCRAccessToken",
-            Self::GithubAccessToken => "GithubAccessToken",
-            Self::GitlabDeployToken => "GitlabDeployToken",
-            Self::QuayAccessToken => "QuayAccessToken",
-            Self::Password => "Password",
-            Self::SshKey => "SSHKey",
-            Self::StsSessionToken => "STSSessionToken",
-            Self::Uuid => "UUID",
-            Self::VaultDynamicSecret => "VaultDynamicSecret",
-            Self::Webhook => "Webhook",
-            Self::Grafana => "Grafana",
-            Self::Mfa => "MFA",
-        }
-    }
+generator_kinds! {
+    before: [
+        AcrAccessToken = "ACRAccessToken", "Azure Container Registry token.";
+        BeyondtrustWorkloadCredentialsDynamicSecret = "BeyondtrustWorkloadCredentialsDynamicSecret",
+            "BeyondTrust workload credentials.";
+    ]
+    after: [
+        CloudsmithAccessToken = "CloudsmithAccessToken", "Cloudsmith access token.";
+        EcrAuthorizationToken = "ECRAuthorizationToken", "AWS ECR authorization token.";
+        Fake = "Fake", "Static fake data.";
+        GcrAccessToken = "GCRAccessToken", "Google Container Registry token.";
+        GithubAccessToken = "GithubAccessToken", "GitHub App installation token.";
+        GitlabDeployToken = "GitlabDeployToken", "GitLab deploy token.";
+        QuayAccessToken = "QuayAccessToken", "Quay robot token.";
+        Password = "Password", "Random password.";
+        SshKey = "SSHKey", "SSH key pair.";
+        StsSessionToken = "STSSessionToken", "AWS STS session token.";
+        Uuid = "UUID", "Random UUID.";
+        VaultDynamicSecret = "VaultDynamicSecret", "Vault dynamic secret.";
+        Webhook = "Webhook", "Response of an HTTP call.";
+        Grafana = "Grafana", "Grafana service-account token.";
+        Mfa = "MFA", "TOTP code.";
+    ]
 }
 
 /// The wrapped generator spec of a ClusterGenerator (exactly one key). The kinds esr implements are

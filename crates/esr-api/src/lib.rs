@@ -43,7 +43,7 @@
 
 pub mod consts;
 mod crd;
-pub mod duration;
+pub use esr_duration as duration;
 pub mod generators;
 pub mod hash;
 pub mod opaque;

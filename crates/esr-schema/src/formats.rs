@@ -222,8 +222,10 @@ fn is_date_time(s: &str) -> bool {
     }
 }
 
+/// kube-openapi's `strfmt.IsDuration`: what Go's `time.ParseDuration` accepts, or else a number
+/// followed by a unit word (`3 days`, `2 weeks`).
 fn is_duration(s: &str) -> bool {
-    if go_parse_duration(s) {
+    if esr_duration::parse(s).is_ok() {
         return true;
     }
     const UNITS: &[&[&str]] = &[
@@ -252,39 +254,6 @@ fn is_duration(s: &str) -> bool {
                 .any(|(i, v)| (i == last && unit.starts_with(v)) || v.eq_ignore_ascii_case(&unit))
         })
     })
-}
-
-/// Go's `time.ParseDuration` acceptance (e.g. `1h0m0s`, `-1.5h`, `300ms`, `0`).
-pub fn go_parse_duration(s: &str) -> bool {
-    let mut rest = s;
-    if let Some(r) = rest.strip_prefix(['-', '+']) {
-        rest = r;
-    }
-    if rest == "0" {
-        return true;
-    }
-    if rest.is_empty() {
-        return false;
-    }
-    while !rest.is_empty() {
-        let digits_end = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let number = &rest[..digits_end];
-        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-            return false;
-        }
-        rest = &rest[digits_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
-            return false;
-        }
-        rest = &rest[unit_end..];
-    }
-    true
 }
 
 fn is_cidr(s: &str) -> bool {
@@ -646,12 +615,19 @@ mod tests {
     }
 
     #[test]
-    fn go_durations() {
-        for ok in ["1h0m0s", "0", "-1.5h", "300ms", "2h45m", "1us", "0s"] {
-            assert!(go_parse_duration(ok), "{ok}");
+    fn durations_as_kube_openapi() {
+        // Go's time.ParseDuration forms; "0" and "-0" have no unit, so only that parser takes them.
+        for ok in [
+            "1h0m0s", "0", "-0", "-1.5h", "300ms", "2h45m", "1us", "1µs", "0s", ".5s",
+        ] {
+            assert!(is_duration(ok), "{ok}");
         }
-        for bad in ["", "1", "1d", "h", "1.2.3s", "1 h"] {
-            assert!(!go_parse_duration(bad), "{bad}");
+        // strfmt's fallback: a number and a unit word anywhere in the string.
+        for ok in ["3 days", "1d", "2 weeks", "10 minutes"] {
+            assert!(is_duration(ok), "{ok}");
+        }
+        for bad in ["", "1", "h", "forever", "1.5", "-"] {
+            assert!(!is_duration(bad), "{bad}");
         }
     }
 }

@@ -82,7 +82,7 @@ mod validate;
 use serde_json::Value;
 
 pub use error::{FieldError, FieldErrorKind, SchemaError};
-pub use formats::{compile_go_regex, go_parse_duration};
+pub use formats::compile_go_regex;
 
 use node::Node;
 

@@ -236,6 +236,78 @@ pub fn es(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "metadata": {"name": name}, "spec": spec})
 }
 
+/// Waits until the store is Ready (`Valid`) and reports the `ReadWrite` capabilities.
+pub async fn wait_read_write_store(env: &Env, kind: &str, ns: &str, name: &str) -> Value {
+    let store = wait_condition(env, kind, ns, name, "True", "Valid").await;
+    assert_eq!(str_at(&store, "/status/capabilities"), Some("ReadWrite"));
+    store
+}
+
+/// The ExternalSecret `app` over the secrets the Azure and GCP test servers are seeded with
+/// (`db`, whose latest version is `{"user":"alice","pass":"v2"}`, and `app-token` = `tok-123`):
+/// one property, the extracted `db` and a find by name. Waits until its Secret holds exactly
+/// those values and it is `SecretSynced`.
+pub async fn sync_seeded_app(env: &Env, ns: &str, store_kind: &str, store: &str) {
+    apply(
+        env,
+        ns,
+        es(
+            "app",
+            json!({
+                "refreshInterval": "1h",
+                "secretStoreRef": {"kind": store_kind, "name": store},
+                "target": {"name": "app"},
+                "data": [{"secretKey": "username", "remoteRef": {"key": "db", "property": "user"}}],
+                "dataFrom": [
+                    {"extract": {"key": "db"}},
+                    {"find": {"name": {"regexp": "^app-"}}}
+                ]
+            }),
+        ),
+    )
+    .await;
+    wait_secret_data(
+        env,
+        ns,
+        "app",
+        &[
+            ("username", "alice"),
+            ("user", "alice"),
+            ("pass", "v2"),
+            ("app-token", "tok-123"),
+        ],
+    )
+    .await;
+    wait_condition(env, "ExternalSecret", ns, "app", "True", "SecretSynced").await;
+}
+
+/// The ExternalSecret `missing` reads a key the store does not have; waits until it reports
+/// `SecretSyncedError`.
+pub async fn wait_missing_key_fails(env: &Env, ns: &str, store_kind: &str, store: &str) {
+    apply(
+        env,
+        ns,
+        es(
+            "missing",
+            json!({
+                "secretStoreRef": {"kind": store_kind, "name": store},
+                "target": {"name": "missing"},
+                "data": [{"secretKey": "x", "remoteRef": {"key": "does-not-exist"}}]
+            }),
+        ),
+    )
+    .await;
+    wait_condition(
+        env,
+        "ExternalSecret",
+        ns,
+        "missing",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+}
+
 /// Every events.k8s.io/v1 Event as (reportingController, type, reason, note, regarding name).
 pub async fn events(env: &Env) -> Vec<(String, String, String, String, String)> {
     let gvk = GroupVersionKind::gvk("events.k8s.io", "v1", "Event");

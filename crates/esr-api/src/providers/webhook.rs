@@ -1,6 +1,7 @@
 //! The `webhook` provider: a generic HTTP(S) endpoint whose URL, headers and body are templates,
 //! and whose answer is read with a JSONPath. The `Webhook` generator's spec
-//! ([`crate::generators::WebhookSpec`]) has the same fields.
+//! ([`crate::generators::WebhookSpec`]) shares the request ([`WebhookRequest`]); its `result` is
+//! required and its Secrets are named without a namespace.
 
 use crate::v1::{CaProvider, SecretKeySelector};
 use schemars::JsonSchema;
@@ -11,24 +12,9 @@ use std::collections::BTreeMap;
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookProvider {
-    /// HTTP method of the request; `GET` when empty (`POST` for PushSecret writes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// The URL to call: a template over `.remoteRef` and the named `secrets` (values used in the
-    /// URL are query-escaped).
-    pub url: String,
-    /// HTTP headers of the request; each value is a template like the body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headers: Option<BTreeMap<String, String>>,
-    /// An authentication protocol for the request; set exactly one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<WebhookAuth>,
-    /// The request body: a template over `.remoteRef` and the named `secrets`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-    /// How long one request may take (a Go duration such as `10s`); no limit when empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<String>,
+    /// The request: method, URL, headers, auth, body, timeout and TLS trust.
+    #[serde(flatten)]
+    pub request: WebhookRequest,
     /// How the value is read out of the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<WebhookResult>,
@@ -36,6 +22,31 @@ pub struct WebhookProvider {
     /// the label `external-secrets.io/type: webhook`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Vec<WebhookSecret>>,
+}
+
+/// The HTTP request of a webhook store or of a Webhook generator: the fields the two specs share
+/// (flattened into both, so each CRD lists them as its own).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookRequest {
+    /// HTTP method of the request; `GET` when empty (a store's PushSecret writes: `POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The URL to call: a template over the named `secrets` (and, in a store, `.remoteRef`);
+    /// values used in the URL are query-escaped.
+    pub url: String,
+    /// HTTP headers of the request; each value is a template like the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// An authentication protocol for the request; set exactly one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<WebhookAuth>,
+    /// The request body: a template over the named `secrets` (and, in a store, `.remoteRef`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// How long one request may take (a Go duration such as `10s`); no limit when empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
     /// PEM CA certificates that the server's TLS certificate must chain to (base64 in the
     /// manifest). Without it or `caProvider`, the system roots are used.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -630,82 +630,9 @@ pub struct SourceRef {
     pub generator_ref: Option<GeneratorRef>,
 }
 
-/// Kinds a `generatorRef` may point at.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::opaque::drop_description)]
-pub enum GeneratorRefKind {
-    /// Azure Container Registry token.
-    #[serde(rename = "ACRAccessToken")]
-    AcrAccessToken,
-    /// BeyondTrust workload credentials.
-    BeyondtrustWorkloadCredentialsDynamicSecret,
-    /// A cluster-scoped generator wrapping any generator spec.
-    ClusterGenerator,
-    /// Cloudsmith access token.
-    CloudsmithAccessToken,
-    /// AWS ECR authorization token.
-    #[serde(rename = "ECRAuthorizationToken")]
-    EcrAuthorizationToken,
-    /// Static fake data.
-    Fake,
-    /// Google Container Registry token.
-    #[serde(rename = "GCRAccessToken")]
-    GcrAccessToken,
-    /// GitHub App installation token.
-    GithubAccessToken,
-    /// GitLab deploy token.
-    GitlabDeployToken,
-    /// Quay robot token.
-    QuayAccessToken,
-    /// Random password.
-    Password,
-    /// SSH key pair.
-    #[serde(rename = "SSHKey")]
-    SshKey,
-    /// AWS STS session token.
-    #[serde(rename = "STSSessionToken")]
-    StsSessionToken,
-    /// Random UUID.
-    #[serde(rename = "UUID")]
-    Uuid,
-    /// Vault dynamic secret.
-    VaultDynamicSecret,
-    /// Response of an HTTP call.
-    Webhook,
-    /// Grafana service-account token.
-    Grafana,
-    /// TOTP code.
-    #[serde(rename = "MFA")]
-    Mfa,
-}
-
-impl GeneratorRefKind {
-    /// The kind's name as written in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AcrAccessToken => "ACRAccessToken",
-            Self::BeyondtrustWorkloadCredentialsDynamicSecret => {
-                "BeyondtrustWorkloadCredentialsDynamicSecret"
-            }
-            Self::ClusterGenerator => "ClusterGenerator",
-            Self::CloudsmithAccessToken => "CloudsmithAccessToken",
-            Self::EcrAuthorizationToken => "ECRAuthorizationToken",
-            Self::Fake => "Fake",
-            Self::GcrAccessToken => "GCRAccessToken",
-            Self::GithubAccessToken => "GithubAccessToken",
-            Self::GitlabDeployToken => "GitlabDeployToken",
-            Self::QuayAccessToken => "QuayAccessToken",
-            Self::Password => "Password",
-            Self::SshKey => "SSHKey",
-            Self::StsSessionToken => "STSSessionToken",
-            Self::Uuid => "UUID",
-            Self::VaultDynamicSecret => "VaultDynamicSecret",
-            Self::Webhook => "Webhook",
-            Self::Grafana => "Grafana",
-            Self::Mfa => "MFA",
-        }
-    }
-}
+/// Kinds a `generatorRef` may point at (declared with [`GeneratorKind`](crate::generators::GeneratorKind)
+/// from one list).
+pub use crate::generators::GeneratorRefKind;
 
 /// Reference to a generator object.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

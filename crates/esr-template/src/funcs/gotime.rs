@@ -1,5 +1,6 @@
 //! Go's `time` package as sprig uses it: layouts (`2006-01-02 15:04:05`) for
-//! formatting and parsing, `time.ParseDuration`, zones by name (tz database).
+//! formatting and parsing, `Duration.Round`, zones by name (tz database).
+//! `time.ParseDuration` and `Duration.String()` are `esr_api::duration`'s.
 //!
 //! The process time zone (`time.Local`) is UTC, as in ESO's container images
 //! and in the compatibility vectors.

@@ -183,10 +183,10 @@ impl WebhookClient {
         body: Option<&str>,
     ) -> Result<Request> {
         let mut jobs = vec![
-            Job::new("failed to parse url", &self.spec.url, &data.escaped),
+            Job::new("failed to parse url", &self.spec.request.url, &data.escaped),
             Job::new("failed to parse body", body.unwrap_or(""), &data.raw),
         ];
-        let headers: Vec<(&String, &String)> = self.spec.headers.iter().flatten().collect();
+        let headers: Vec<(&String, &String)> = self.spec.request.headers.iter().flatten().collect();
         for (k, v) in &headers {
             jobs.push(Job::new(
                 format!("failed to parse header {k}"),
@@ -204,6 +204,7 @@ impl WebhookClient {
             .collect();
         let method = self
             .spec
+            .request
             .method
             .clone()
             .filter(|m| !m.is_empty())
@@ -237,7 +238,9 @@ impl WebhookClient {
 
     /// Sends the read request (`GET` unless `method` says otherwise) and returns its body.
     async fn fetch(&self, data: &Data) -> Result<Vec<u8>> {
-        let req = self.request(data, "GET", self.spec.body.as_deref()).await?;
+        let req = self
+            .request(data, "GET", self.spec.request.body.as_deref())
+            .await?;
         self.http.send(req).await?.into_body()
     }
 
@@ -303,7 +306,7 @@ impl SecretsClient for WebhookClient {
             raw: Arc::new(raw),
             escaped: Arc::new(escaped),
         };
-        let body = self.spec.body.as_deref().filter(|b| !b.is_empty());
+        let body = self.spec.request.body.as_deref().filter(|b| !b.is_empty());
         let mut request = self.request(&data, "POST", body).await?;
         if body.is_none() {
             // ESO's default body, `{{ .remoteRef.<remoteKey> }}`: the pushed value.
@@ -353,7 +356,7 @@ impl SecretsClient for WebhookClient {
     }
 
     async fn validate(&self) -> ValidationResult {
-        match network_validate(&self.spec.url).await {
+        match network_validate(&self.spec.request.url).await {
             Ok(()) => ValidationResult::Ready,
             Err(e) => ValidationResult::Error(e),
         }

@@ -21,7 +21,7 @@ pub struct WebhookStoreProvider;
 
 /// `timeout` as a duration (`None` when unset or empty).
 pub fn timeout(spec: &Spec) -> Result<Option<Duration>> {
-    match spec.timeout.as_deref().filter(|t| !t.is_empty()) {
+    match spec.request.timeout.as_deref().filter(|t| !t.is_empty()) {
         None => Ok(None),
         Some(t) => esr_api::duration::parse_std(t)
             .map(Some)
@@ -36,13 +36,13 @@ pub async fn build_client(
     spec: Spec,
     scope: SecretScope,
 ) -> Result<WebhookClient> {
-    if spec.auth.as_ref().is_some_and(|a| a.ntlm.is_some()) {
+    if spec.request.auth.as_ref().is_some_and(|a| a.ntlm.is_some()) {
         return Err(ProviderError::unsupported(
             "webhook auth.ntlm is not supported by esr",
         ));
     }
     let timeout = timeout(&spec)?;
-    let ca_provider = spec.ca_provider.as_ref().map(|p| CaProviderRef {
+    let ca_provider = spec.request.ca_provider.as_ref().map(|p| CaProviderRef {
         kind: match p.type_ {
             CaProviderType::Secret => CaProviderKind::Secret,
             CaProviderType::ConfigMap => CaProviderKind::ConfigMap,
@@ -53,7 +53,7 @@ pub async fn build_client(
     });
     let ca = fetch_ca_cert(
         ctx,
-        spec.ca_bundle.as_deref().map(str::as_bytes),
+        spec.request.ca_bundle.as_deref().map(str::as_bytes),
         ca_provider.as_ref(),
     )
     .await?;

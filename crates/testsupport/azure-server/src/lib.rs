@@ -11,8 +11,8 @@
 //! `POST /{tenant}/oauth2/v2.0/token` checking the client-credentials grant with a client secret
 //! or a client assertion (workload identity).
 //!
-//! TLS uses a CA and a `localhost`/`127.0.0.1` leaf made with rcgen; [`KvServer::ca_pem`] is
-//! what the client must trust.
+//! It serves through `esr_test_http_server` (`Served::https_with`): a fresh test CA signs a
+//! `localhost`/`127.0.0.1` leaf; [`KvServer::ca_pem`] is what the client must trust.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -24,10 +24,8 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use esr_test_http_server::{Served, TestCa};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
 
 /// The Key Vault resource the challenge names.
 pub const RESOURCE: &str = "https://vault.azure.net";
@@ -192,50 +190,14 @@ pub struct KvServer {
     pub ca_pem: String,
     /// Shared state.
     pub state: Arc<Mutex<State>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for KvServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// The HTTPS server; stopped on drop.
+    _served: Served,
 }
 
 impl KvServer {
     /// Starts a server on 127.0.0.1 with the given tenant and client id.
     pub async fn start(tenant: &str, client_id: &str) -> KvServer {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "esr test CA");
-        ca_params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-        let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let leaf_params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .unwrap();
-        let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
-
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(
-                    rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
-                ),
-            )
-            .unwrap();
-        let acceptor = TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let ca = TestCa::generate();
         let state = Arc::new(Mutex::new(State {
             tenant: tenant.to_string(),
             client_id: client_id.to_string(),
@@ -243,18 +205,18 @@ impl KvServer {
             ..Default::default()
         }));
         let app_state = state.clone();
-        let app = axum::Router::new().fallback(move |req: Request<Body>| {
-            let st = app_state.clone();
-            async move { handle(st, addr, req).await }
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(TlsListener { listener, acceptor }, app).await;
-        });
+        let served = Served::https_with(&ca, |addr| {
+            axum::Router::new().fallback(move |req: Request<Body>| {
+                let st = app_state.clone();
+                async move { handle(st, addr, req).await }
+            })
+        })
+        .await;
         KvServer {
-            addr,
-            ca_pem: ca.pem(),
+            addr: served.addr(),
+            ca_pem: ca.cert_pem,
             state,
-            task,
+            _served: served,
         }
     }
 
@@ -266,31 +228,6 @@ impl KvServer {
     /// Locks the state.
     pub fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
-    }
-}
-
-struct TlsListener {
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((tcp, addr)) = self.listener.accept().await else {
-                continue;
-            };
-            if let Ok(tls) = self.acceptor.accept(tcp).await {
-                return (tls, addr);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.listener.local_addr()
     }
 }
 

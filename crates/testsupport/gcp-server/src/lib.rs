@@ -19,7 +19,8 @@
 //!   JWT whose `sub` is an accepted Kubernetes ServiceAccount and whose `aud` contains the
 //!   accepted audience; the STS `audience` must be the accepted one.
 //!
-//! TLS uses a CA and a `localhost`/`127.0.0.1` leaf made with rcgen. The official client trusts
+//! It serves through `esr_test_http_server` (`Served::https_with`): a [`TestCa`] signs a
+//! `localhost`/`127.0.0.1` leaf (ALPN `http/1.1`). The official client trusts
 //! the system roots only, which `SSL_CERT_FILE` replaces: [`trusting_process`] runs a test in a
 //! child process whose `SSL_CERT_FILE` is the test CA.
 
@@ -34,10 +35,11 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use esr_test_http_server::Served;
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
+
+/// The test CA (shared with the other test servers).
+pub use esr_test_http_server::TestCa;
 
 /// The project number names in answers carry.
 pub const PROJECT_NUMBER: &str = "123456789012";
@@ -223,50 +225,6 @@ impl State {
     }
 }
 
-/// The test CA: certificate and key (PEM).
-#[derive(Clone, Debug)]
-pub struct TestCa {
-    /// CA certificate (PEM): what clients must trust.
-    pub cert_pem: String,
-    /// CA key (PEM).
-    pub key_pem: String,
-}
-
-impl TestCa {
-    /// A new CA.
-    pub fn generate() -> TestCa {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "esr GCP test CA");
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let cert = params.self_signed(&key).unwrap();
-        TestCa {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        }
-    }
-
-    /// Writes `ca.pem` and `ca.key` into `dir`.
-    pub fn write(&self, dir: &Path) {
-        std::fs::write(dir.join("ca.pem"), &self.cert_pem).unwrap();
-        std::fs::write(dir.join("ca.key"), &self.key_pem).unwrap();
-    }
-
-    /// Reads what [`TestCa::write`] wrote.
-    pub fn read(dir: &Path) -> TestCa {
-        TestCa {
-            cert_pem: std::fs::read_to_string(dir.join("ca.pem")).unwrap(),
-            key_pem: std::fs::read_to_string(dir.join("ca.key")).unwrap(),
-        }
-    }
-}
-
 /// Runs the test `test_name` (its path in the test binary) in a child process that trusts a
 /// fresh test CA (`SSL_CERT_FILE`), and returns `None` in the parent once the child passed. In
 /// the child it returns the CA, with which [`GcpServer::start`] signs its certificate.
@@ -305,60 +263,31 @@ pub struct GcpServer {
     pub ca: TestCa,
     /// Shared state.
     pub state: Arc<Mutex<State>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for GcpServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// The HTTPS server; stopped on drop.
+    _served: Served,
 }
 
 impl GcpServer {
     /// Starts a server on 127.0.0.1 for `project`, its certificate signed by `ca`.
     pub async fn start(project: &str, ca: &TestCa) -> GcpServer {
-        let ca_key = rcgen::KeyPair::from_pem(&ca.key_pem).unwrap();
-        let issuer = rcgen::Issuer::from_ca_cert_pem(&ca.cert_pem, ca_key).unwrap();
-        let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let leaf =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .unwrap()
-                .signed_by(&leaf_key, &issuer)
-                .unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(
-                    rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
-                ),
-            )
-            .unwrap();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State {
             project: project.to_string(),
             page_size: 2,
             ..Default::default()
         }));
         let app_state = state.clone();
-        let app = axum::Router::new().fallback(move |req: Request<Body>| {
-            let st = app_state.clone();
-            async move { handle(st, req).await }
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(TlsListener { listener, acceptor }, app).await;
-        });
+        let served = Served::https_with(ca, |_| {
+            axum::Router::new().fallback(move |req: Request<Body>| {
+                let st = app_state.clone();
+                async move { handle(st, req).await }
+            })
+        })
+        .await;
         GcpServer {
-            addr,
+            addr: served.addr(),
             ca: ca.clone(),
             state,
-            task,
+            _served: served,
         }
     }
 
@@ -375,31 +304,6 @@ impl GcpServer {
     /// Locks the state.
     pub fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
-    }
-}
-
-struct TlsListener {
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((tcp, addr)) = self.listener.accept().await else {
-                continue;
-            };
-            if let Ok(tls) = self.acceptor.accept(tcp).await {
-                return (tls, addr);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.listener.local_addr()
     }
 }
 

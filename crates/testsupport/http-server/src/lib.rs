@@ -1,6 +1,7 @@
-//! Test support: serve an axum router on 127.0.0.1 over plain HTTP or over HTTPS with a fresh
-//! test CA ([`Served`]), and [`SecretService`], a fake in-house secret service for the webhook
-//! provider's tests and the e2e suite.
+//! Test support: serve an axum router on 127.0.0.1 over plain HTTP or over HTTPS with a test CA
+//! ([`Served`], [`TestCa`]; the Azure and GCP test servers serve through it too), and
+//! [`SecretService`], a fake in-house secret service for the webhook provider's tests and the
+//! e2e suite.
 //!
 //! `SecretService` answers:
 //! * `GET /secrets/{key}[?version=V]`: `{"key": K, "version": V, "data": <document>}`, 404 when
@@ -19,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -60,15 +62,25 @@ impl Served {
     /// Serves `router` over HTTPS with a leaf certificate for `localhost` and `127.0.0.1`
     /// signed by a fresh CA ([`Served::ca_pem`]).
     pub async fn https(router: axum::Router) -> Served {
-        let (acceptor, ca_pem) = test_tls();
+        Served::https_with(&TestCa::generate(), |_| router).await
+    }
+
+    /// Serves over HTTPS with a leaf certificate signed by `ca` ([`TestCa::acceptor`]); `router`
+    /// is made once the port is bound, for services whose answers name their own address.
+    pub async fn https_with(
+        ca: &TestCa,
+        router: impl FnOnce(SocketAddr) -> axum::Router,
+    ) -> Served {
+        let acceptor = ca.acceptor();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let router = router(addr);
         let task = tokio::spawn(async move {
             let _ = axum::serve(TlsListener { listener, acceptor }, router).await;
         });
         Served {
             addr,
-            ca_pem: Some(ca_pem),
+            ca_pem: Some(ca.cert_pem.clone()),
             task,
         }
     }
@@ -94,37 +106,76 @@ impl Served {
     }
 }
 
-/// A TLS acceptor for `localhost`/`127.0.0.1` and the PEM of the CA that signed it.
-pub fn test_tls() -> (TlsAcceptor, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "esr test CA");
-    ca_params.key_usages = vec![
-        rcgen::KeyUsagePurpose::KeyCertSign,
-        rcgen::KeyUsagePurpose::CrlSign,
-    ];
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let leaf_params =
-        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+/// A certificate authority for test servers, made with rcgen: its certificate is what clients
+/// must trust, its key signs the servers' leaf certificates.
+#[derive(Clone, Debug)]
+pub struct TestCa {
+    /// CA certificate (PEM).
+    pub cert_pem: String,
+    /// CA key (PEM).
+    pub key_pem: String,
+}
+
+impl TestCa {
+    /// A new CA.
+    pub fn generate() -> TestCa {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "esr test CA");
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let cert = params.self_signed(&key).unwrap();
+        TestCa {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
+    /// Writes `ca.pem` and `ca.key` into `dir`.
+    pub fn write(&self, dir: &Path) {
+        std::fs::write(dir.join("ca.pem"), &self.cert_pem).unwrap();
+        std::fs::write(dir.join("ca.key"), &self.key_pem).unwrap();
+    }
+
+    /// Reads what [`TestCa::write`] wrote.
+    pub fn read(dir: &Path) -> TestCa {
+        TestCa {
+            cert_pem: std::fs::read_to_string(dir.join("ca.pem")).unwrap(),
+            key_pem: std::fs::read_to_string(dir.join("ca.key")).unwrap(),
+        }
+    }
+
+    /// A TLS acceptor (HTTP/1.1 by ALPN) with a fresh leaf certificate for `localhost` and
+    /// `127.0.0.1`, signed by this CA.
+    pub fn acceptor(&self) -> TlsAcceptor {
+        let ca_key = rcgen::KeyPair::from_pem(&self.key_pem).unwrap();
+        let issuer = rcgen::Issuer::from_ca_cert_pem(&self.cert_pem, ca_key).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .unwrap()
+                .signed_by(&leaf_key, &issuer)
+                .unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![leaf.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(
+                    rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
+                ),
+            )
             .unwrap();
-    let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
-                leaf_key.serialize_der(),
-            )),
-        )
-        .unwrap();
-    (TlsAcceptor::from(Arc::new(config)), ca.pem())
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        TlsAcceptor::from(Arc::new(config))
+    }
 }
 
 struct TlsListener {

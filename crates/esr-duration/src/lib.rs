@@ -6,6 +6,10 @@
 //! [`format()`] prints like Go's `Duration.String()` (`"1h0m0s"`, `"1m30s"`, `"1.5s"`, `"100ms"`,
 //! `"0s"`). kube's `Duration` type is not used because its formatting differs from Go's and its
 //! parser is more lenient than Go's, while ESO round-trips these strings through Go.
+//!
+//! This is the one implementation in esr: `esr-api` re-exports it as `esr_api::duration` (the path
+//! the other crates use), and `esr-schema` checks the CRD schemas' `format: duration` with
+//! [`parse`]. It is a crate of its own so that `esr-schema` does not depend on the CRD types.
 
 use std::fmt;
 use std::str::FromStr;
@@ -420,6 +424,9 @@ mod tests {
             "1 s",
             " 1s",
             "1s ",
+            "1 h",
+            "h",
+            "1.2.3s",
             "1e3s",
             "1.s.",
             "1h-5m",
