@@ -13,7 +13,7 @@ cd "$root"
 version=0.20.2
 
 if [ "$(cargo deny --version 2>/dev/null)" != "cargo-deny $version" ]; then
-  echo "==> installing cargo-deny $version (cargo install --locked: a build from source; 16 min on a busy 2-core machine)"
+  echo "==> installing cargo-deny $version (cargo install --locked: a build from source: 5 to 16 min on 2 cores)"
   start=$(date +%s)
   cargo install --locked --quiet "cargo-deny@$version"
   echo "==> installed cargo-deny in $(($(date +%s) - start)) s"
