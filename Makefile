@@ -52,10 +52,8 @@ else
 	ESR_E2E_NO_BUILD=1 scripts/test-servers.sh $(CARGO) test --workspace --no-fail-fast
 endif
 
-# Everything CI runs: formatting, lints, all tests. `make deny` is not part of it yet: deny.toml
-# has not been checked by a finished cargo-deny run (its install from source did not complete on
-# the shared build machine); add it here once `make deny` has passed.
-test: fmt-check clippy test-unit
+# Everything CI runs: formatting, lints, the dependency policy (`make deny`), all tests.
+test: fmt-check clippy deny test-unit
 
 # Coverage-guided fuzzing of templates, manifest validation and the KES converter (libFuzzer;
 # nightly). `make test` runs the bounded, stable property-test fuzzing; see fuzz/README.md.

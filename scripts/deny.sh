@@ -5,14 +5,15 @@
 # checked, and the script exits 0 unless ESR_DENY_REQUIRE_ADVISORIES=1, which makes it fail.
 # An advisory check that did not run is never reported as passed.
 #
-# cargo-deny is installed with `cargo install --locked` when missing (the version below).
+# cargo-deny is installed with `cargo install --locked` when missing or another version (the one
+# below: deny.toml is written for it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 version=0.20.2
 
-if ! cargo deny --version >/dev/null 2>&1; then
-  echo "==> installing cargo-deny $version (cargo install --locked; a few minutes)"
+if [ "$(cargo deny --version 2>/dev/null)" != "cargo-deny $version" ]; then
+  echo "==> installing cargo-deny $version (cargo install --locked: a build from source: 5 to 16 min on 2 cores)"
   start=$(date +%s)
   cargo install --locked --quiet "cargo-deny@$version"
   echo "==> installed cargo-deny in $(($(date +%s) - start)) s"
