@@ -160,8 +160,9 @@ async fn wait_ready(
     let api = api(env, "ExternalSecret", ns);
     let mut pending = names.clone();
     let start = Instant::now();
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    let mut stream = watcher(api.clone(), watcher::Config::default()).boxed();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let (mut ticks, mut missed) = (0u64, 0usize);
     while !pending.is_empty() {
         tokio::select! {
             ev = stream.next() => {
@@ -182,6 +183,22 @@ async fn wait_ready(
             }
             _ = tick.tick() => {
                 assert!(alive.is_running(), "esr exited:\n{}", alive.logs());
+                // A safety net for a watch that missed an update: every 10 s, one LIST.
+                ticks += 1;
+                if ticks % 10 == 0 {
+                    let list = api.list(&ListParams::default()).await.unwrap();
+                    for o in list.items {
+                        let v = serde_json::to_value(&o).unwrap();
+                        let name = str_at(&v, "/metadata/name").unwrap_or_default().to_string();
+                        let refreshed = str_at(&v, "/status/refreshTime").unwrap_or_default();
+                        if ready(&v).0 == "True"
+                            && before.get(&name).is_none_or(|b| b != refreshed)
+                            && pending.remove(&name)
+                        {
+                            missed += 1;
+                        }
+                    }
+                }
                 assert!(
                     start.elapsed() < timeout,
                     "{} ExternalSecrets not Ready after {timeout:?}, e.g. {:?}",
@@ -190,6 +207,9 @@ async fn wait_ready(
                 );
             }
         }
+    }
+    if missed > 0 {
+        println!("(the watch missed {missed} Ready updates; a LIST found them)");
     }
 }
 
