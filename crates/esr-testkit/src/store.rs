@@ -469,6 +469,12 @@ impl Store {
         limit: Option<usize>,
         cont: Option<&str>,
     ) -> ApiResult<ListPage> {
+        // A chunked list is one list at the first chunk's resourceVersion: every chunk reports it
+        // (the continue token carries it), so a watch started from the list's resourceVersion
+        // replays every change made while the chunks were read. Reporting the current
+        // resourceVersion instead would lose those changes for good. The items are the current
+        // ones (this store keeps no past states), which a watch from that version converges from.
+        let mut list_rv: Option<u64> = None;
         let start: Option<(String, String)> = match cont {
             Some(c) if !c.is_empty() => {
                 let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -478,6 +484,7 @@ impl Store {
                     .ok_or_else(|| {
                         ApiError::bad_request("continue key is not valid: illegal base64 data")
                     })?;
+                list_rv = raw.get("rv").and_then(Value::as_u64);
                 Some((
                     str_of(&raw, "ns").to_string(),
                     str_of(&raw, "name").to_string(),
@@ -486,7 +493,15 @@ impl Store {
             _ => None,
         };
         let g = self.lock();
-        let rv = g.rv;
+        if let Some(r) = list_rv
+            && r < g.compacted
+        {
+            return Err(ApiError::expired(
+                "The provided continue parameter is too old to display a consistent list result. \
+                 You can start a new list without the continue parameter.",
+            ));
+        }
+        let rv = list_rv.unwrap_or(g.rv);
         let Some(map) = g.objects.get(&rt.gr()) else {
             return Ok(ListPage {
                 items: vec![],

@@ -463,3 +463,58 @@ async fn kube_streaming_list_watcher() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_chunked_list_is_at_its_first_chunks_resource_version() {
+    let s = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    for i in 0..4 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}"), json!({})))
+            .await
+            .unwrap();
+    }
+    let first = api.list(&ListParams::default().limit(3)).await.unwrap();
+    let list_rv = first.metadata.resource_version.clone().unwrap();
+    let cont = first.metadata.continue_.clone().unwrap();
+    // c0, already read, changes before the next chunk is read.
+    api.patch(
+        "c0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    let second = api
+        .list(&ListParams::default().limit(3).continue_token(&cont))
+        .await
+        .unwrap();
+    assert_eq!(second.items.len(), 1);
+    // Every chunk reports the list's resourceVersion (the first chunk's), as kube-apiserver does,
+    assert_eq!(
+        second.metadata.resource_version.as_deref(),
+        Some(list_rv.as_str())
+    );
+    // so a watch from it sees the change made while the chunks were read.
+    let mut stream = api
+        .watch(&WatchParams::default(), &list_rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Modified(c) => {
+            assert_eq!(c.metadata.name.as_deref(), Some("c0"));
+            assert_eq!(c.data.unwrap()["k"], "changed");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A continue token older than the retained history is refused with 410 Expired.
+    s.store().expire_history();
+    let e = api
+        .list(&ListParams::default().limit(3).continue_token(&cont))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, kube::Error::Api(ref st) if st.code == 410 && st.reason == "Expired"),
+        "{e:?}"
+    );
+}
