@@ -286,22 +286,56 @@ pub fn target_of(es: &ExternalSecret) -> &str {
 /// key does not scan the cache. The index may hold stale names (an object deleted, or its key
 /// changed, since it was recorded): a lookup re-checks each candidate against the cache and drops
 /// those that no longer match. Recording is all it needs from the watch: deletions need no event.
+/// Keys of objects deleted since are dropped by a sweep whenever the index has doubled since the
+/// last one, so it stays proportional to the cache under create/delete churn.
 #[derive(Clone, Default)]
 pub struct NameIndex(Arc<Mutex<NameMap>>);
 
-/// (namespace, key value) → names.
-type NameMap = HashMap<(String, String), Vec<String>>;
+/// (namespace, key value) → names, and the size at which the next sweep runs.
+#[derive(Default)]
+struct NameMap {
+    names: HashMap<(String, String), Vec<String>>,
+    sweep_at: usize,
+}
+
+/// The smallest index that is swept.
+const SWEEP_MIN: usize = 1024;
 
 impl NameIndex {
-    /// Records `name` (in `namespace`) under `key`.
-    pub fn insert(&self, namespace: &str, key: &str, name: &str) {
+    /// Records `name` (in `namespace`) under `key`; `current(namespace, key, name)` tells whether
+    /// a recorded name still holds, for the sweep.
+    pub fn insert(
+        &self,
+        namespace: &str,
+        key: &str,
+        name: &str,
+        mut current: impl FnMut(&str, &str, &str) -> bool,
+    ) {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let names = m
+            .names
             .entry((namespace.to_string(), key.to_string()))
             .or_default();
         if !names.iter().any(|n| n == name) {
             names.push(name.to_string());
         }
+        if m.names.len() >= m.sweep_at.max(SWEEP_MIN) {
+            m.names.retain(|(ns, k), names| {
+                names.retain(|n| current(ns, k, n));
+                !names.is_empty()
+            });
+            m.sweep_at = 2 * m.names.len();
+        }
+    }
+
+    /// How many keys the index holds.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).names.len()
+    }
+
+    /// Whether the index is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The names recorded under (`namespace`, `key`) for which `current` still holds; the others
@@ -314,13 +348,13 @@ impl NameIndex {
     ) -> Vec<String> {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let k = (namespace.to_string(), key.to_string());
-        let Some(names) = m.get_mut(&k) else {
+        let Some(names) = m.names.get_mut(&k) else {
             return Vec::new();
         };
         names.retain(|n| current(n));
         let out = names.clone();
         if names.is_empty() {
-            m.remove(&k);
+            m.names.remove(&k);
         }
         out
     }
@@ -332,11 +366,15 @@ impl NameIndex {
 pub struct TargetIndex(NameIndex);
 
 impl TargetIndex {
-    /// Records an ExternalSecret as it is now.
-    pub fn insert(&self, es: &ExternalSecret) {
+    /// Records an ExternalSecret as it is now (`store`: the ExternalSecret cache).
+    pub fn insert(&self, es: &ExternalSecret, store: &Store<ExternalSecret>) {
         if let (Some(ns), Some(name)) = (es.metadata.namespace.as_ref(), es.metadata.name.as_ref())
         {
-            self.0.insert(ns, target_of(es), name);
+            self.0.insert(ns, target_of(es), name, |ns, secret, n| {
+                store
+                    .get(&ObjectRef::new(n).within(ns))
+                    .is_some_and(|es| target_of(&es) == secret)
+            });
         }
     }
 
@@ -364,13 +402,17 @@ impl TargetIndex {
 pub struct OwnerIndex(NameIndex);
 
 impl OwnerIndex {
-    /// Records a managed Secret as it is now.
-    pub fn insert(&self, s: &PartialObjectMeta<Secret>) {
+    /// Records a managed Secret as it is now (`cache`: the managed-Secret cache).
+    pub fn insert(&self, s: &PartialObjectMeta<Secret>, cache: &Store<PartialObjectMeta<Secret>>) {
         let m = &s.metadata;
         if let (Some(ns), Some(name), Some(owner)) =
             (m.namespace.as_deref(), m.name.as_deref(), owner_label(s))
         {
-            self.0.insert(ns, owner, name);
+            self.0.insert(ns, owner, name, |ns, owner, n| {
+                cache
+                    .get(&ObjectRef::new(n).within(ns))
+                    .is_some_and(|s| owner_label(&s) == Some(owner))
+            });
         }
     }
 
@@ -509,6 +551,7 @@ impl Runtime {
         ctx.first_syncs.attach(es_reader.clone());
         let targets = TargetIndex::default();
         let index = targets.clone();
+        let index_cache = es_reader.clone();
         // managedFields are dropped before caching: nothing reads them, and they are a large
         // part of each cached object.
         let es_stream = reflector::reflector(
@@ -521,7 +564,7 @@ impl Runtime {
         .applied_objects()
         .inspect(move |es| {
             if let Ok(es) = es {
-                index.insert(es);
+                index.insert(es, &index_cache);
             }
         })
         .predicate_filter(es_trigger_hash, Default::default());
@@ -542,9 +585,10 @@ impl Runtime {
         .touched_objects()
         .inspect({
             let owners = ctx.owners.clone();
+            let cache = ctx.managed_secrets.clone();
             move |s| {
                 if let Ok(s) = s {
-                    owners.insert(s);
+                    owners.insert(s, &cache);
                 }
             }
         })
@@ -667,7 +711,7 @@ mod tests {
         ]);
         let index = TargetIndex::default();
         for es in store.state() {
-            index.insert(&es);
+            index.insert(&es, &store);
         }
         let es_for_secret = |store: &Store<ExternalSecret>, ns: &str, name: &str| {
             index.es_for_secret(store, ns, name)
@@ -690,7 +734,7 @@ mod tests {
             "other",
             serde_json::json!({"target": {"name": "db"}}),
         )]);
-        index.insert(&moved.state()[0]);
+        index.insert(&moved.state()[0], &moved);
         assert!(index.es_for_secret(&moved, "a", "db-copy").is_empty());
         assert_eq!(
             names(index.es_for_secret(&moved, "a", "db")),
@@ -716,19 +760,38 @@ mod tests {
             meta("team", "same-label", Some("h1")),
         ];
         let index = OwnerIndex::default();
+        let before = cache(items.clone());
         for m in &items {
-            index.insert(m);
+            index.insert(m, &before);
         }
-        let before = cache(items);
         assert_eq!(index.owned(&before, "app", "h1"), vec!["new", "old"]);
         assert!(index.owned(&before, "app", "h3").is_empty());
         assert_eq!(index.owned(&before, "team", "h1"), vec!["same-label"]);
         // A deleted Secret, and one whose label changed, are no longer found under the old owner.
         let relabelled = meta("app", "new", Some("h2"));
-        index.insert(&relabelled);
-        let after = cache(vec![relabelled, meta("app", "other", Some("h2"))]);
+        let after = cache(vec![relabelled.clone(), meta("app", "other", Some("h2"))]);
+        index.insert(&relabelled, &after);
         assert!(index.owned(&after, "app", "h1").is_empty());
         assert_eq!(index.owned(&after, "app", "h2"), vec!["new", "other"]);
+    }
+
+    #[test]
+    fn the_name_index_sweeps_names_no_longer_current_when_it_doubles() {
+        let index = NameIndex::default();
+        // Names of deleted objects: never looked up again, dropped by the sweep.
+        for i in 0..SWEEP_MIN - 1 {
+            index.insert("ns", &format!("gone-{i}"), "x", |_, _, _| false);
+        }
+        assert_eq!(index.len(), SWEEP_MIN - 1);
+        // The insert that reaches the sweep size keeps only what is current.
+        index.insert("ns", "live", "y", |_, k, _| k == "live");
+        assert_eq!(index.len(), 1);
+        assert_eq!(index.lookup("ns", "live", |_| true), vec!["y".to_string()]);
+        // The next sweep waits until the index has doubled again (here: the minimum size).
+        for i in 0..10 {
+            index.insert("ns", &format!("more-{i}"), "z", |_, _, _| false);
+        }
+        assert_eq!(index.len(), 11);
     }
 
     #[test]
