@@ -147,6 +147,14 @@ where
     t.elapsed().as_secs_f64()
 }
 
+/// The name of an ExternalSecret that is Ready with a refreshTime other than the one in `before`.
+fn done(o: &kube::api::DynamicObject, before: &BTreeMap<String, String>) -> Option<String> {
+    let v = serde_json::to_value(o).unwrap();
+    let name = str_at(&v, "/metadata/name").unwrap_or_default().to_string();
+    let refreshed = str_at(&v, "/status/refreshTime").unwrap_or_default();
+    (ready(&v).0 == "True" && before.get(&name).is_none_or(|b| b != refreshed)).then_some(name)
+}
+
 /// Waits until the ExternalSecrets of `ns` named in `names` are all Ready with a refreshTime
 /// other than the one in `before` (empty: any), watching them.
 async fn wait_ready(
@@ -171,12 +179,7 @@ async fn wait_ready(
                     _ => Vec::new(),
                 };
                 for o in objs {
-                    let v = serde_json::to_value(&o).unwrap();
-                    let name = str_at(&v, "/metadata/name").unwrap_or_default().to_string();
-                    let refreshed = str_at(&v, "/status/refreshTime").unwrap_or_default();
-                    if ready(&v).0 == "True"
-                        && before.get(&name).is_none_or(|b| b != refreshed)
-                    {
+                    if let Some(name) = done(&o, before) {
                         pending.remove(&name);
                     }
                 }
@@ -188,13 +191,7 @@ async fn wait_ready(
                 if ticks % 10 == 0 {
                     let list = api.list(&ListParams::default()).await.unwrap();
                     for o in list.items {
-                        let v = serde_json::to_value(&o).unwrap();
-                        let name = str_at(&v, "/metadata/name").unwrap_or_default().to_string();
-                        let refreshed = str_at(&v, "/status/refreshTime").unwrap_or_default();
-                        if ready(&v).0 == "True"
-                            && before.get(&name).is_none_or(|b| b != refreshed)
-                            && pending.remove(&name)
-                        {
+                        if done(&o, before).is_some_and(|name| pending.remove(&name)) {
                             missed += 1;
                         }
                     }

@@ -357,13 +357,19 @@ impl Queue {
         Some(p)
     }
 
-    /// The keys of the requests due by `now` and not yet added, in due order.
-    fn due_by(&self, now: Instant) -> Vec<String> {
-        self.scheduled
-            .iter()
-            .take_while(|(due, _)| *due <= now)
-            .map(|(_, k)| k.clone())
-            .collect()
+    /// Marks the requests due by `now` as added, in due order; how many.
+    fn add_due(&mut self, now: Instant) -> usize {
+        let mut n = 0;
+        while self.scheduled.first().is_some_and(|(due, _)| *due <= now) {
+            if let Some((_, key)) = self.scheduled.pop_first()
+                && let Some(p) = self.pending.get_mut(&key)
+            {
+                p.added = true;
+                self.due += 1;
+                n += 1;
+            }
+        }
+        n
     }
 }
 
@@ -447,11 +453,8 @@ impl ControllerMetrics {
 
     /// Counts the requests whose time has come.
     fn promote(&self, q: &mut Queue, now: Instant) {
-        for key in q.due_by(now) {
-            if q.add(&key) {
-                self.s.adds.inc();
-            }
-        }
+        let added = q.add_due(now);
+        self.s.adds.inc_by(added as u64);
         self.set_depth(q);
     }
 
