@@ -25,9 +25,11 @@ use crate::common::storegate::StoreGate;
 use crate::externalsecret::convert::rewrites;
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::pipeline::{
-    Assembled, DataFromKind, DataFromOptions, DataFromResult, DataResult, EntryResult,
-    KeyTransformer, assemble, process_data_from_map, process_data_value,
+    Assembled, DataFromKind, DataFromOptions, DataFromResult, DataMap, DataResult, EntryResult,
+    KeyTransformer, PipelineError, Rewrite, assemble, process_data_from_map, process_data_value,
+    rewrite_map, validate_keys,
 };
+use crate::externalsecret::template::{RenderPool, TemplateEngine};
 
 /// What fetching needs.
 pub struct FetchEnv<'a> {
@@ -41,12 +43,49 @@ pub struct FetchEnv<'a> {
     pub recorder: Arc<dyn CallRecorder>,
     /// Controller class and flood gate.
     pub resolve: ResolveOptions,
-    /// Rewrite `transform` renderer.
-    pub transformer: &'a dyn KeyTransformer,
+    /// Where rewrite `transform` templates render.
+    pub transforms: Transforms<'a>,
     /// Per-store bounds of the provider calls (the controller's; `None`: unbounded).
     pub gate: Option<Arc<StoreGate>>,
     /// The generators behind `generatorRef`s (`None`: generators are not available).
     pub generators: Option<&'a Generators>,
+}
+
+/// Where rewrite `transform` templates render. A transform is a Go template, as heavy as a
+/// `target.template`, so the controller renders it on its [`RenderPool`] like one: a poison
+/// transform holds a blocking thread (until its deadline), never an async worker.
+#[derive(Clone, Copy)]
+pub enum Transforms<'a> {
+    /// On the calling task (`esr render`, tests).
+    Inline(&'a dyn KeyTransformer),
+    /// On `pool`, off the async workers, when a chain has a `transform` (the controller).
+    Pool(&'a RenderPool, &'a Arc<dyn TemplateEngine>),
+}
+
+impl Transforms<'_> {
+    /// Runs `chain` (a rewrite chain and the steps after it) with the transform renderer: on the
+    /// pool when `rewrite` has a `transform` and there is one, inline otherwise.
+    async fn run<T, F>(self, rewrite: &[Rewrite], chain: F) -> Result<T, SyncError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn KeyTransformer) -> Result<T, SyncError> + Send + 'static,
+    {
+        let transforms = rewrite
+            .iter()
+            .any(|r| matches!(r, Rewrite::Transform { .. }));
+        match self {
+            Transforms::Inline(t) => chain(t),
+            Transforms::Pool(_, engine) if !transforms => chain(engine.transformer()),
+            Transforms::Pool(pool, engine) => {
+                let engine = Arc::clone(engine);
+                pool.run(move || chain(engine.transformer()))
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(SyncError::Rewrite(PipelineError::Transform(e.to_string())))
+                    })
+            }
+        }
+    }
 }
 
 /// The result of fetching.
@@ -56,6 +95,19 @@ pub enum Fetched {
     Skip,
     /// Assembled data, or why fetching failed.
     Data(Result<Assembled, SyncError>),
+}
+
+/// [`process_data_from_map`] where `transforms` says, as an entry result.
+async fn process_off_workers(
+    transforms: Transforms<'_>,
+    opts: DataFromOptions,
+    m: DataMap,
+) -> EntryResult<DataMap> {
+    let ops = opts.rewrite.clone();
+    transforms
+        .run(&ops, move |t| process_data_from_map(&opts, t, m))
+        .await
+        .map_or_else(EntryResult::Err, EntryResult::Ok)
 }
 
 fn store_ref_of(default: Option<&SecretStoreRef>, source: Option<&SourceRef>) -> StoreRef {
@@ -224,17 +276,17 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                 )
                 .await
                 {
-                    Ok(m) => crate::externalsecret::pipeline::rewrite_map(
-                        &rewrites(df.rewrite.as_ref()),
-                        env.transformer,
-                        m,
-                    )
-                    .map_err(SyncError::Rewrite)
-                    .and_then(|m| {
-                        crate::externalsecret::pipeline::validate_keys(m)
-                            .map_err(SyncError::InvalidKeys)
-                    })
-                    .map_or_else(EntryResult::Err, EntryResult::Ok),
+                    Ok(m) => {
+                        let ops = rewrites(df.rewrite.as_ref());
+                        env.transforms
+                            .run(&ops.clone(), move |t| {
+                                rewrite_map(&ops, t, m)
+                                    .map_err(SyncError::Rewrite)
+                                    .and_then(|m| validate_keys(m).map_err(SyncError::InvalidKeys))
+                            })
+                            .await
+                            .map_or_else(EntryResult::Err, EntryResult::Ok)
+                    }
                     Err(e) => EntryResult::Err(e.into()),
                 },
                 None => EntryResult::Err(SyncError::MissingGeneratorRef),
@@ -255,10 +307,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
             let r = match clients.get(&sref).await {
                 Err(e) => EntryResult::Err(e),
                 Ok((_, c)) => match entry(c.get_secret_map(&secret_ref(ex)).await) {
-                    EntryResult::Ok(m) => match process_data_from_map(&opts, env.transformer, m) {
-                        Ok(m) => EntryResult::Ok(m),
-                        Err(e) => EntryResult::Err(e),
-                    },
+                    EntryResult::Ok(m) => process_off_workers(env.transforms, opts, m).await,
                     other => other,
                 },
             };
@@ -283,10 +332,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
             let r = match clients.get(&sref).await {
                 Err(e) => EntryResult::Err(e),
                 Ok((_, c)) => match c.get_all_secrets(&req).await {
-                    Ok(m) => match process_data_from_map(&opts, env.transformer, m) {
-                        Ok(m) => EntryResult::Ok(m),
-                        Err(e) => EntryResult::Err(e),
-                    },
+                    Ok(m) => process_off_workers(env.transforms, opts, m).await,
                     Err(e) if e.is_not_found() => EntryResult::NotFound(SyncError::FindAll(e)),
                     Err(e) => EntryResult::Err(SyncError::FindAll(e)),
                 },
@@ -358,12 +404,14 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::externalsecret::template::{EsoTemplates, RenderBounds};
     use async_trait::async_trait;
     use esr_provider::{
         Capabilities, Provider, StaticKubeAccess, StaticStoreLookup, StoreInfo, StoreKind,
         ValidationResult,
     };
     use std::sync::Mutex;
+    use std::time::Duration;
 
     #[derive(Default)]
     struct Counting {
@@ -443,6 +491,14 @@ mod tests {
     }
 
     async fn run(e: &ExternalSecret, ready: bool) -> (Fetched, Vec<String>) {
+        run_with(e, ready, Transforms::Inline(&Ident)).await
+    }
+
+    async fn run_with(
+        e: &ExternalSecret,
+        ready: bool,
+        transforms: Transforms<'_>,
+    ) -> (Fetched, Vec<String>) {
         let counting = Arc::new(Counting::default());
         let registry = ProviderRegistry::new().with(Arc::new(P(counting.clone())));
         let mut lookup = StaticStoreLookup::new();
@@ -470,7 +526,7 @@ mod tests {
             kube: Arc::new(StaticKubeAccess::new()),
             recorder: esr_provider::metrics::noop_recorder(),
             resolve: ResolveOptions::default(),
-            transformer: &Ident,
+            transforms,
             gate: None,
             generators: None,
         };
@@ -617,5 +673,84 @@ spec:
         let (out, calls) = run(&other, true).await;
         assert!(matches!(out, Fetched::Skip));
         assert!(calls.is_empty());
+    }
+
+    fn transformed(template: &str) -> ExternalSecret {
+        let mut e = es(r#"
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: x, namespace: app}
+spec:
+  secretStoreRef: {name: s, kind: SecretStore}
+  dataFrom:
+    - extract: {key: cfg}
+      rewrite: [{transform: {template: "placeholder"}}]
+"#);
+        if let Some(t) = e
+            .spec
+            .data_from
+            .as_mut()
+            .and_then(|d| d[0].rewrite.as_mut())
+            .and_then(|r| r[0].transform.as_mut())
+        {
+            t.template = template.to_string();
+        }
+        e
+    }
+
+    /// A rewrite `transform` renders on the render pool in the controller.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_transform_renders_on_the_pool() {
+        let pool = RenderPool::new(1);
+        let engine: Arc<dyn TemplateEngine> = Arc::new(EsoTemplates::new());
+        let e = transformed(r#"{{ .value | upper | replace "/" "_" }}"#);
+        let (out, _) = run_with(&e, true, Transforms::Pool(&pool, &engine)).await;
+        let Fetched::Data(Ok(a)) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            a.data.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["A_B", "SHARED"]
+        );
+    }
+
+    /// A poison transform holds a blocking thread of the pool, not the async worker: on a
+    /// single-threaded runtime (like one tokio worker) other tasks keep running, and closing the
+    /// pool ends the fetch with a value-free error.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_poison_transform_holds_no_worker() {
+        let pool = RenderPool::new(1);
+        // No deadline and a cancel flag nobody sets: only closing the pool ends the wait.
+        let engine = Arc::new(EsoTemplates::with_bounds(RenderBounds {
+            timeout: Duration::from_secs(24 * 3600),
+            ..RenderBounds::default()
+        }));
+        let fetching = tokio::spawn({
+            let pool = pool.clone();
+            let engine: Arc<dyn TemplateEngine> = engine.clone();
+            async move {
+                let e = transformed(
+                    "{{ range until 1000000 }}{{ $x := until 1000000 }}{{ end }}{{ .value }}",
+                );
+                run_with(&e, true, Transforms::Pool(&pool, &engine)).await.0
+            }
+        });
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        let canary = tokio::spawn(async { (0..1000u32).sum::<u32>() });
+        assert_eq!(canary.await.unwrap(), 499_500);
+        assert!(!fetching.is_finished());
+        pool.close();
+        let out = fetching.await.unwrap();
+        let Fetched::Data(Err(err)) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            err.to_string(),
+            "error processing spec.dataFrom[0].extract, err: error applying rewrite to keys: transform \
+             failed with could not execute template: the controller is stopping"
+        );
+        engine.cancel_all();
     }
 }

@@ -20,7 +20,7 @@ use crate::common::refresh::SecretValidity;
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json};
 use crate::externalsecret::error::SyncError;
-use crate::externalsecret::fetch::{FetchEnv, Fetched, fetch, referenced_stores};
+use crate::externalsecret::fetch::{FetchEnv, Fetched, Transforms, fetch, referenced_stores};
 use crate::externalsecret::offload::{PlanJob, desired_on_pool, plan_on_pool};
 use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
@@ -464,7 +464,7 @@ impl<'a> Executor<'a> {
                 controller_class: self.ctx.config.controller_class.clone(),
                 flood_gate: self.ctx.config.flood_gate,
             },
-            transformer: self.ctx.templates.transformer(),
+            transforms: Transforms::Pool(&self.ctx.render_pool, &self.ctx.templates),
             gate: Some(self.ctx.store_gate.clone()),
             generators: Some(&self.ctx.generators),
         }

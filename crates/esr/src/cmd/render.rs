@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use anyhow::Context as _;
 use esr_api::v1::ExternalSecret;
 use esr_controller::externalsecret::convert::es_view;
-use esr_controller::externalsecret::fetch::{FetchEnv, Fetched, fetch};
+use esr_controller::externalsecret::fetch::{FetchEnv, Fetched, Transforms, fetch};
 use esr_controller::externalsecret::plan::{self, Outcome, PlanInput, SecretWrite};
 use esr_controller::externalsecret::template::{EsoTemplates, TemplateEngine, load_sources};
 use esr_provider::{ResolveOptions, StaticKubeAccess, StaticStoreLookup, StoreInfo};
@@ -350,7 +350,7 @@ pub async fn render(args: &Args) -> anyhow::Result<Output> {
             controller_class: args.controller_class.clone(),
             flood_gate: false,
         },
-        transformer: templates.transformer(),
+        transforms: Transforms::Inline(templates.transformer()),
         gate: None,
         generators: Some(&generators),
     };
