@@ -1,7 +1,7 @@
 //! Per-store isolation: a slow or hung store delays only the ExternalSecrets that use it.
 //!
-//! Every provider call of a reconcile (building the client, which may log in, and each read)
-//! goes through the [`StoreGate`], keyed by the store's identity (`Kind/namespace/name`):
+//! Every provider call of a reconcile (building the client, which may log in, and each read),
+//! and the store controller's validation of the store, go through the [`StoreGate`], keyed by the store's identity (`Kind/namespace/name`):
 //! - at most `max_in_flight` calls run against one store at once (`--store-max-in-flight`);
 //! - a call, including its wait for a slot, has a deadline (`--store-request-timeout`, default
 //!   10 s, well under the time a reconcile may take), after which it fails with a transient,
@@ -213,8 +213,13 @@ impl SecretsClient for GatedClient {
             .await
     }
 
+    /// A validation past the deadline (or refused by a stalled store) is a failed one.
     async fn validate(&self) -> ValidationResult {
-        self.inner.validate().await
+        let validated = async { Ok(self.inner.validate().await) };
+        match self.gate.call(&self.store, validated).await {
+            Ok(v) => v,
+            Err(e) => ValidationResult::Error(e.to_string()),
+        }
     }
 }
 
@@ -344,5 +349,12 @@ mod tests {
                 "the store ClusterSecretStore//vault did not answer within 200ms"
             );
         }
+        // The store controller's validation is bounded too: a failed validation, not a hang.
+        assert_eq!(
+            c.validate().await,
+            ValidationResult::Error(
+                "the store ClusterSecretStore//vault did not answer within 200ms".into()
+            )
+        );
     }
 }

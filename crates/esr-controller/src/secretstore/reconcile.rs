@@ -170,8 +170,11 @@ pub async fn check_store(
     let ns = info.namespace.clone();
     let cctx = ClientContext::new(info, ns.as_deref(), ctx.kube.clone())
         .with_recorder(Arc::new(ctx.metrics.clone()));
-    let client = match provider.new_client(&cctx).await {
-        Ok(c) => c,
+    // Within the store's bounds, like the ExternalSecrets' calls: a hung store holds this
+    // reconcile only until the deadline.
+    let id = info.identity();
+    let client = match ctx.store_gate.call(&id, provider.new_client(&cctx)).await {
+        Ok(c) => ctx.store_gate.wrap(id, c),
         Err(e) => return (StoreCheck::ClientError(e.to_string()), caps, maintenance),
     };
     (
