@@ -562,9 +562,13 @@ impl Runtime {
         )
         .default_backoff()
         .applied_objects()
-        .inspect(move |es| {
-            if let Ok(es) = es {
-                index.insert(es, &index_cache);
+        .inspect({
+            let ctx = ctx.clone();
+            move |es| {
+                if let Ok(es) = es {
+                    index.insert(es, &index_cache);
+                    ctx.status_delivered(es);
+                }
             }
         })
         .predicate_filter(es_trigger_hash, Default::default());

@@ -18,7 +18,7 @@ use tracing::{debug, info, warn};
 use crate::common::events::kube_error_text;
 use crate::common::refresh::SecretValidity;
 use crate::common::refresh::{self, Requeue};
-use crate::externalsecret::convert::{es_view, status_json};
+use crate::externalsecret::convert::{es_view, status_json, status_view};
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::{FetchEnv, Fetched, Transforms, fetch, referenced_stores};
 use crate::externalsecret::offload::{PlanJob, desired_on_pool, plan_on_pool};
@@ -37,6 +37,19 @@ impl Context {
         if let Some(uid) = es.uid() {
             let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
             w.insert(uid, st.clone());
+        }
+    }
+
+    /// Forgets the status written for `es` once the watch cache shows it (or a newer one), so
+    /// the map holds the statuses in flight, not one per ExternalSecret until its next
+    /// reconcile. Called for every ExternalSecret the watch delivers.
+    pub(crate) fn status_delivered(&self, es: &ExternalSecret) {
+        let Some(uid) = es.metadata.uid.as_deref() else {
+            return;
+        };
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if w.get(uid).is_some_and(|written| shows(es, written)) {
+            w.remove(uid);
         }
     }
 
@@ -159,6 +172,12 @@ pub fn effective_status(cached: &EsStatus, written: Option<&EsStatus>) -> Option
         (Some(c), Some(n)) if n > c => Some(w.clone()),
         _ => None,
     }
+}
+
+/// Whether the cached `es` shows the `written` status, or a newer one.
+pub fn shows(es: &ExternalSecret, written: &EsStatus) -> bool {
+    let cached = status_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
+    effective_status(&cached, Some(written)).is_none()
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
@@ -686,6 +705,38 @@ mod tests {
         assert_eq!(effective_status(&first, None), None);
         // A written status without refreshTime never overrides the cache.
         assert_eq!(effective_status(&first, Some(&never)), None);
+    }
+
+    /// The written status is forgotten once the watch delivers an object that shows it.
+    #[test]
+    fn a_written_status_is_shown_once_the_cache_has_it() {
+        let es = |status: serde_json::Value| -> ExternalSecret {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+                "metadata": {"name": "a", "namespace": "app", "uid": "u", "generation": 1},
+                "spec": {}, "status": status
+            }))
+            .unwrap()
+        };
+        let synced = es(serde_json::json!({
+            "refreshTime": "2026-01-01T00:00:05Z", "syncedResourceVersion": "1-a",
+            "observedGeneration": 1
+        }));
+        let written = status_view(&synced, Some(1));
+        // Not yet delivered (no status, or the previous sync's): still in flight.
+        assert!(!shows(&es(serde_json::json!({})), &written));
+        let older = es(serde_json::json!({
+            "refreshTime": "2026-01-01T00:00:00Z", "syncedResourceVersion": "1-a",
+            "observedGeneration": 1
+        }));
+        assert!(!shows(&older, &written));
+        // Delivered, or overtaken by a newer sync.
+        assert!(shows(&synced, &written));
+        let newer = es(serde_json::json!({
+            "refreshTime": "2026-01-01T00:01:00Z", "syncedResourceVersion": "1-a",
+            "observedGeneration": 1
+        }));
+        assert!(shows(&newer, &written));
     }
 
     #[test]
