@@ -29,7 +29,9 @@ use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fairness::FirstSyncs;
 use crate::externalsecret::fetch::referenced_stores;
 use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED, LABEL_OWNER};
-use crate::externalsecret::reconcile::{VerifiedTarget, es_error_policy, reconcile_es};
+use crate::externalsecret::reconcile::{
+    VerifiedTarget, compact_cached_meta, es_error_policy, reconcile_es,
+};
 use crate::externalsecret::template::{RenderPool, RenderPoolError, TemplateEngine};
 use crate::metrics::Metrics;
 
@@ -575,15 +577,12 @@ impl Runtime {
         let es_stream = es_metrics.triggers(es_stream);
 
         let managed = format!("{LABEL_MANAGED}=true");
-        // managedFields are dropped before caching: only names, labels, annotations and owner
-        // references are needed, and they keep the cache small.
+        // Cached compact (see `compact_cached_meta`): what the reconcile looks up, and a
+        // fingerprint of the rest.
         let secret_stream = reflector::reflector(
             self.managed_writer,
-            watcher(secret_api, watcher::Config::default().labels(&managed)).modify(
-                |m: &mut PartialObjectMeta<Secret>| {
-                    m.metadata.managed_fields = None;
-                },
-            ),
+            watcher(secret_api, watcher::Config::default().labels(&managed))
+                .modify(|m: &mut PartialObjectMeta<Secret>| compact_cached_meta(&mut m.metadata)),
         )
         .default_backoff()
         .touched_objects()
