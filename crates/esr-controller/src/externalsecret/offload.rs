@@ -10,10 +10,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use esr_api::v1::ExternalSecret;
 use k8s_openapi::api::core::v1::Secret;
+use kube::core::PartialObjectMeta;
 
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::pipeline::Assembled;
-use crate::externalsecret::plan::{self, EsView, PlanInput, Steps};
+use crate::externalsecret::pipeline::DataMap;
+use crate::externalsecret::plan::{
+    self, EsView, PlanInput, RenderError, Rendered, Renderer, Steps,
+};
+use crate::externalsecret::reconcile::{VerifiedTarget, unchanged_target};
 use crate::externalsecret::template::{
     RenderPool, RenderPoolError, TemplateEngine, TemplateSources,
 };
@@ -54,23 +59,35 @@ impl PlanJob {
         p.steps(&self.view)
     }
 
-    /// The Secret this ExternalSecret wants, planned as if its target were absent (`None` when
-    /// the plan would not create one, e.g. on a render error).
-    fn desired(self, templates: &dyn TemplateEngine) -> Option<Secret> {
+    /// For a target verified unchanged (its cached metadata `meta`, and `known`): the steps
+    /// planned against the target as it is, when the Secret this ExternalSecret wants (planned as
+    /// if absent) matches it, else `None` (it may differ: read it and plan again). Both plans use
+    /// one render.
+    fn steps_if_unchanged(
+        self,
+        templates: &dyn TemplateEngine,
+        meta: &PartialObjectMeta<Secret>,
+        known: &VerifiedTarget,
+    ) -> Option<Steps> {
+        let data = self.provider.as_ref().ok()?.clone();
         let renderer = templates.renderer(&self.es, &self.sources);
-        let p = plan::plan(PlanInput {
+        let once = RenderOnce::new(renderer.as_ref());
+        let input = |provider, existing| PlanInput {
             es: &self.view,
-            provider: self.provider,
-            existing: None,
+            provider,
+            existing,
             owned_secret_names: &self.owned_secret_names,
-            renderer: renderer.as_ref(),
+            renderer: &once,
             start: self.start,
             jitter: self.jitter,
-        });
-        match p.write {
-            plan::SecretWrite::Create(s) => Some(*s),
-            _ => None,
-        }
+        };
+        let desired = match plan::plan(input(Ok(data), None)).write {
+            plan::SecretWrite::Create(s) => *s,
+            _ => return None,
+        };
+        let existing = unchanged_target(desired, meta, known)?;
+        let p = plan::plan(input(self.provider.clone(), Some(&existing)));
+        Some(p.steps(&self.view))
     }
 
     fn has_template(&self) -> bool {
@@ -94,16 +111,50 @@ pub async fn plan_on_pool(
     pool.run(move || job.steps(templates.as_ref())).await
 }
 
-/// [`PlanJob::desired`] on `pool` when the ExternalSecret has a template (inline otherwise).
-pub async fn desired_on_pool(
+/// [`PlanJob::steps_if_unchanged`] on `pool` when the ExternalSecret has a template (inline
+/// otherwise).
+pub async fn unchanged_steps_on_pool(
     pool: &RenderPool,
     templates: Arc<dyn TemplateEngine>,
     job: PlanJob,
-) -> Result<Option<Secret>, RenderPoolError> {
+    meta: Arc<PartialObjectMeta<Secret>>,
+    known: VerifiedTarget,
+) -> Result<Option<Steps>, RenderPoolError> {
     if !job.has_template() {
-        return Ok(job.desired(templates.as_ref()));
+        return Ok(job.steps_if_unchanged(templates.as_ref(), &meta, &known));
     }
-    pool.run(move || job.desired(templates.as_ref())).await
+    pool.run(move || job.steps_if_unchanged(templates.as_ref(), &meta, &known))
+        .await
+}
+
+/// A renderer that renders once: the same data again gets the first result (the two plans of
+/// [`PlanJob::steps_if_unchanged`] render the same data).
+struct RenderOnce<'a> {
+    inner: &'a dyn Renderer,
+    first: std::sync::Mutex<Option<(DataMap, Result<Rendered, RenderError>)>>,
+}
+
+impl<'a> RenderOnce<'a> {
+    fn new(inner: &'a dyn Renderer) -> Self {
+        RenderOnce {
+            inner,
+            first: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl Renderer for RenderOnce<'_> {
+    fn render(&self, data: &DataMap) -> Result<Rendered, RenderError> {
+        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((d, r)) = first.as_ref()
+            && d == data
+        {
+            return r.clone();
+        }
+        let r = self.inner.render(data);
+        *first = Some((data.clone(), r.clone()));
+        r
+    }
 }
 
 #[cfg(test)]
@@ -161,6 +212,70 @@ spec:
             Step::Write(plan::SecretWrite::Create(s)) => Some(&**s),
             _ => None,
         })
+    }
+
+    /// The same data renders once; other data renders again.
+    #[test]
+    fn render_once_renders_the_same_data_once() {
+        struct Counting(std::sync::atomic::AtomicUsize);
+        impl Renderer for Counting {
+            fn render(&self, _d: &DataMap) -> Result<Rendered, RenderError> {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(Rendered::default())
+            }
+        }
+        let counting = Counting(Default::default());
+        let once = RenderOnce::new(&counting);
+        let a: DataMap = [("k".to_string(), b"a".to_vec())].into();
+        let b: DataMap = [("k".to_string(), b"b".to_vec())].into();
+        for d in [&a, &a, &b, &b] {
+            once.render(d).unwrap();
+        }
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::Relaxed), 2);
+    }
+
+    /// A verified target whose metadata matches the desired Secret is planned as it is: no
+    /// write; one whose cached metadata differs must be read.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_unchanged_target_is_planned_without_a_read() {
+        let pool = RenderPool::new(1);
+        let templates: Arc<dyn TemplateEngine> = Arc::new(EsoTemplates::new());
+        let e = es("{{ .user | upper }}");
+        let first = plan_on_pool(&pool, templates.clone(), job(e.clone()))
+            .await
+            .unwrap();
+        let mut created = written(&first).expect("a create").clone();
+        created.metadata.resource_version = Some("7".into());
+        let known = VerifiedTarget::of(&created).expect("data matches its hash");
+        let mut meta: PartialObjectMeta<Secret> = PartialObjectMeta {
+            metadata: created.metadata.clone(),
+            ..Default::default()
+        };
+        crate::externalsecret::reconcile::compact_cached_meta(&mut meta.metadata);
+        let meta = Arc::new(meta);
+        let steps = unchanged_steps_on_pool(
+            &pool,
+            templates.clone(),
+            job(e.clone()),
+            meta.clone(),
+            known.clone(),
+        )
+        .await
+        .unwrap()
+        .expect("unchanged");
+        assert!(
+            !steps.steps.iter().any(|s| matches!(s, Step::Write(_))),
+            "{:?}",
+            steps.steps
+        );
+        // Another template output: the Secret must be read.
+        let changed = es("{{ .user }}");
+        assert!(
+            unchanged_steps_on_pool(&pool, templates, job(changed), meta, known)
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]

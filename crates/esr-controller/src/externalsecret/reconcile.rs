@@ -22,7 +22,7 @@ use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json, status_view};
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::{FetchEnv, Fetched, Transforms, fetch, referenced_stores};
-use crate::externalsecret::offload::{PlanJob, desired_on_pool, plan_on_pool};
+use crate::externalsecret::offload::{PlanJob, plan_on_pool, unchanged_steps_on_pool};
 use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
     self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, LABEL_MANAGED,
@@ -268,17 +268,14 @@ async fn reconcile_es_inner(es: &Arc<ExternalSecret>, ctx: &Context) -> Result<A
         Target::Verified(meta, known) => {
             // The desired Secret (planned as if absent) against what the cache shows: when they
             // agree, the Secret as it is equals the desired one and no write (nor GET) is needed.
-            let desired = match &provider {
-                Ok(a) => {
-                    let j = job(Ok(a.clone()), None);
-                    desired_on_pool(&ctx.render_pool, ctx.templates.clone(), j).await?
-                }
-                Err(_) => None,
-            };
-            match desired.and_then(|d| unchanged_target(d, &meta, &known)) {
-                Some(same) => Some(same),
-                None => ex.read_target().await?,
+            let j = job(provider.clone(), None);
+            let pool = &ctx.render_pool;
+            if let Some(steps) =
+                unchanged_steps_on_pool(pool, ctx.templates.clone(), j, meta, known).await?
+            {
+                return ex.run(steps).await;
             }
+            ex.read_target().await?
         }
     };
     let j = job(provider, existing);
