@@ -203,6 +203,23 @@ pub enum VaultDynamicSecretResultType {
     Raw,
 }
 
+/// The AWS session of the ECRAuthorizationToken and STSSessionToken generators (flattened into
+/// their specs): the region, the credentials and a role to assume.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AwsGeneratorSession {
+    /// AWS region, for example `eu-west-1`.
+    pub region: String,
+    /// How to get credentials: `secretRef` or `jwt`; without either, the controller's own
+    /// credentials (the SDK default chain). STSSessionToken refuses `jwt`: GetSessionToken needs
+    /// long-term credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AwsAuth>,
+    /// ARN of an IAM role to assume before calling ECR or STS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
 /// Desired state of an ECRAuthorizationToken generator.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
@@ -221,15 +238,9 @@ pub enum VaultDynamicSecretResultType {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ECRAuthorizationTokenSpec {
-    /// AWS region, for example `eu-west-1`.
-    pub region: String,
-    /// How to get credentials: `secretRef` or `jwt`; without either, the controller's own
-    /// credentials (the SDK default chain).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<AwsAuth>,
-    /// ARN of an IAM role to assume before calling ECR.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    /// Region, credentials and role.
+    #[serde(flatten)]
+    pub session: AwsGeneratorSession,
     /// ECR scope: `private` (the default) or `public` (ECR Public; no `proxy_endpoint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -253,15 +264,9 @@ pub struct ECRAuthorizationTokenSpec {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct STSSessionTokenSpec {
-    /// AWS region, for example `eu-west-1`.
-    pub region: String,
-    /// How to get credentials: `secretRef`, or none for the controller's own credentials
-    /// (`jwt` is refused: GetSessionToken needs long-term credentials).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<AwsAuth>,
-    /// ARN of an IAM role to assume before calling STS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    /// Region, credentials and role.
+    #[serde(flatten)]
+    pub session: AwsGeneratorSession,
     /// Parameters of the GetSessionToken request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_parameters: Option<STSRequestParameters>,

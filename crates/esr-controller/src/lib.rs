@@ -7,7 +7,7 @@
 //!   │
 //! externalsecret/
 //!   reconcile        the executor: reads the target Secret, then runs plan's steps in order
-//!   ├─ plan::admit / plan::decide     finalizer, class and generic-target gates; refresh due?
+//!   ├─ plan::admit / plan::decide_on  finalizer, class and generic-target gates; refresh due?
 //!   ├─ fetch         resolves stores, builds provider clients, fetches every remote once
 //!   │   └─ pipeline  converts, validates, decodes and rewrites keys; assembles data[]/dataFrom[]
 //!   ├─ template      loads templateFrom sources; renders the template (esr-template)

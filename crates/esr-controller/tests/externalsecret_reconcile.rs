@@ -1,6 +1,6 @@
-//! The ExternalSecret reconciler, in process: esr-testkit serves the Kubernetes API, the fake
-//! provider serves the data, and `reconcile_es` is called directly. The tests pin the exact
-//! requests one reconcile makes (verb and resource, in order).
+//! The ExternalSecret reconciler, in process: esr-testkit serves the Kubernetes API, the provider
+//! double of `support` serves the data, and `reconcile_es` is called directly. The tests pin the
+//! exact requests one reconcile makes (verb and resource, in order).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -10,12 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use esr_api::v1::ExternalSecret;
-use esr_controller::common::generators::Generators;
 use esr_controller::externalsecret::reconcile::reconcile_es;
-use esr_controller::externalsecret::template::EsoTemplates;
-use esr_controller::metrics::Metrics;
-use esr_controller::runtime::{Config, Runtime};
-use esr_provider::{KubeClientAccess, ProviderRegistry};
+use esr_controller::runtime::Config;
 use esr_testkit::TestServer;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -59,9 +55,6 @@ async fn setup() -> (TestServer, Arc<esr_controller::runtime::Context>) {
             "spec": {"provider": {"fake": {"data": [{"key": "db", "value": "s3cr3t"}]}}}
         }))
         .unwrap();
-    let client = server.client();
-    let mut registry = ProviderRegistry::new();
-    registry.register(Arc::new(esr_provider_fake::FakeProvider::isolated()));
     let config = Config {
         // No store controller runs here to mark the SecretStore Ready.
         flood_gate: false,
@@ -69,16 +62,7 @@ async fn setup() -> (TestServer, Arc<esr_controller::runtime::Context>) {
     };
     // The runtime's caches are not started: store lookups fall back to GETs, and the
     // orphan lookup to a label-selected LIST.
-    let ctx = Runtime::new(
-        client.clone(),
-        config,
-        registry,
-        Arc::new(KubeClientAccess::new(client.clone())),
-        Metrics::new(),
-        Arc::new(EsoTemplates::new()),
-        Generators::new(client),
-    )
-    .ctx;
+    let ctx = support::context_with(&server.client(), config, Arc::default());
     (server, ctx)
 }
 

@@ -1,5 +1,5 @@
-//! The PushSecret reconcile against an in-process API server with the `fake` provider: the exact
-//! requests it makes, in order.
+//! The PushSecret reconcile against an in-process API server with the provider double of
+//! `support`: the exact requests it makes, in order, and the value pushed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -10,6 +10,7 @@ use std::time::Duration;
 use esr_api::v1::SecretStore;
 use esr_api::v1alpha1::PushSecret;
 use esr_controller::pushsecret::reconcile::{PsContext, reconcile};
+use esr_controller::runtime::Config;
 use kube::runtime::controller::Action;
 use serde_json::json;
 
@@ -54,7 +55,12 @@ async fn pushes_the_source_key_and_writes_status_and_event() {
                                             "remoteRef": {"remoteKey": "pushed"}}}]}}),
     );
     let ps: Arc<PushSecret> = support::get(&client, Some("app"), "ps").await;
-    let pctx = Arc::new(PsContext::new(support::context(&client)));
+    let provider = Arc::new(support::StaticProvider::default());
+    let pctx = Arc::new(PsContext::new(support::context_with(
+        &client,
+        Config::default(),
+        provider.clone(),
+    )));
     support::clear(&server);
 
     let action = reconcile(ps, pctx.clone()).await.expect("reconciles");
@@ -101,4 +107,8 @@ async fn pushes_the_source_key_and_writes_status_and_event() {
     );
     let synced = st.synced_push_secrets.expect("syncedPushSecrets");
     assert!(synced["SecretStore/fake-store"].contains_key("pushed"));
+    assert_eq!(
+        provider.pushed(),
+        [("pushed".to_string(), b"CERT".to_vec())].into()
+    );
 }

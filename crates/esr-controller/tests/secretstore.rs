@@ -1,6 +1,6 @@
 //! The SecretStore and ClusterSecretStore reconciles (one runner, generic over the store kind)
-//! against an in-process API server with the `fake` provider: the exact requests they make, in
-//! order.
+//! against an in-process API server with the provider double of `support`: the exact requests
+//! they make, in order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;

@@ -35,7 +35,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use crate::common::fanout::{
-    ChildRef, child_matches, child_meta, controller_ref, only_foreign_failures, refresh_from,
+    ChildRef, child_matches, child_meta, controller_ref, foreign_namespaces, refresh_from,
     take_over_meta,
 };
 use crate::common::namespaces::{NsView, Selection, SelectionError, select};
@@ -43,7 +43,7 @@ use crate::common::namespaces::{NsView, Selection, SelectionError, select};
 /// Reason of a namespace holding an ExternalSecret this ClusterExternalSecret does not own.
 pub const ERR_ALREADY_EXISTS: &str = "external secret already exists in namespace";
 /// Ready=False message when any namespace failed.
-pub const MSG_NAMESPACES_FAILED: &str = "one or more namespaces failed";
+pub use crate::common::fanout::MSG_NAMESPACES_FAILED;
 /// Kind of the owner reference on created ExternalSecrets.
 pub const KIND: &str = "ClusterExternalSecret";
 
@@ -108,11 +108,7 @@ pub fn plan(
         }
     };
     let selected_set: BTreeSet<&str> = selected.iter().map(String::as_str).collect();
-    let foreign: BTreeSet<&str> = existing
-        .iter()
-        .filter(|e| e.name == target && !e.owned)
-        .map(|e| e.namespace.as_str())
-        .collect();
+    let foreign = foreign_namespaces(existing, target);
     for ns in namespaces {
         let wanted = selected_set.contains(ns.name.as_str());
         if wanted {
@@ -147,16 +143,9 @@ pub fn plan(
     p
 }
 
-/// How one namespace's ExternalSecret is written.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Write {
-    /// Not in the cache: create it (a conflict is a failure of the namespace).
-    Create(Box<ExternalSecret>),
-    /// Owned but out of date: replace it.
-    Replace(Box<ExternalSecret>),
-    /// Up to date: nothing to write.
-    Keep,
-}
+/// How one namespace's ExternalSecret is written (a create that conflicts is a failure of the
+/// namespace).
+pub type Write = crate::common::fanout::Write<ExternalSecret>;
 
 /// One selected namespace: its finalizer first (a failure skips the write), then the write.
 #[derive(Debug, Clone, PartialEq)]
@@ -290,20 +279,8 @@ pub fn steps(
     }
 }
 
-/// How a reconcile ends, from the namespaces that were provisioned and those that failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finish {
-    /// The status to write (`None`: unchanged).
-    pub status: Option<ClusterExternalSecretStatus>,
-    /// Every owned ExternalSecret was applied (later reconciles compare instead of replacing).
-    pub all_applied: bool,
-    /// Ready condition written.
-    pub ready: bool,
-    /// A namespace failed with a retryable error: retry with backoff.
-    pub retry: bool,
-    /// The requeue when not retrying.
-    pub requeue: Option<Duration>,
-}
+/// How a reconcile ends.
+pub type Finish = crate::common::fanout::Finish<ClusterExternalSecretStatus>;
 
 /// Maps a reconcile's results to its status and requeue.
 pub fn finish(
@@ -313,13 +290,13 @@ pub fn finish(
 ) -> Finish {
     let mut st = status(&es_name(ces), provisioned, failed.clone());
     st.observed_generation = ces.meta().generation;
-    Finish {
-        status: (ces.status.as_ref() != Some(&st)).then_some(st),
-        all_applied: only_foreign_failures(&failed, ERR_ALREADY_EXISTS),
-        ready: failed.is_empty(),
-        retry: failed.iter().any(|(_, r)| r != ERR_ALREADY_EXISTS),
-        requeue: refresh_interval(&ces.spec),
-    }
+    Finish::new(
+        ces.status.as_ref(),
+        st,
+        &failed,
+        ERR_ALREADY_EXISTS,
+        refresh_interval(&ces.spec),
+    )
 }
 
 /// The status after a reconcile: provisioned and failed namespaces sorted, Ready condition.

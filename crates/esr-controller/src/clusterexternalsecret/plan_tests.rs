@@ -15,15 +15,7 @@ fn ces(spec: serde_json::Value) -> ClusterExternalSecret {
 }
 
 fn ns(name: &str, labels: &[(&str, &str)]) -> NsView {
-    NsView {
-        name: name.to_string(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        terminating: false,
-        has_finalizer: false,
-    }
+    NsView::live(name, labels)
 }
 
 fn sel(spec: serde_json::Value) -> Result<Selection, SelectionError> {

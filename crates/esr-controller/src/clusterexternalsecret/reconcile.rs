@@ -13,32 +13,21 @@ use esr_api::v1::{ClusterExternalSecret, ExternalSecret};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{debug, info};
 
 use super::plan::{
-    ApplyStep, MSG_NAMESPACES_FAILED, Steps, Write, ces_for_es, ces_for_namespace, finish,
-    namespace_finalizer, ns_view, steps,
+    ApplyStep, Steps, Write, ces_for_es, ces_for_namespace, finish, namespace_finalizer, ns_view,
+    steps,
 };
 use crate::common::events::kube_error_text;
 use crate::common::fanout::{
-    self, FanOut, FanOutContext, Reconciled, controlled_by_kind, delete_child, is_status,
+    self, FanOut, FanOutContext, ParentsOf, Reconciled, delete_child, is_status,
     patch_fanout_status, refresh_action,
 };
-use crate::common::observe::Observe;
-use crate::metrics::controller::RuntimeMetrics;
 
-/// Errors of a ClusterExternalSecret reconcile (retried with backoff).
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Kubernetes API error.
-    #[error("kubernetes API error: {0}")]
-    Kube(#[from] kube::Error),
-    /// Some namespaces failed (recorded in status as Ready=False).
-    #[error("{MSG_NAMESPACES_FAILED}")]
-    Namespaces,
-}
+pub use crate::common::fanout::Error;
 
 /// The ClusterExternalSecret fan-out kind.
 #[derive(Debug, Default)]
@@ -50,43 +39,14 @@ pub type CesContext = FanOutContext<Ces>;
 impl FanOut for Ces {
     type Parent = ClusterExternalSecret;
     type Child = ExternalSecret;
-    type Error = Error;
-    const KIND: &'static str = "ClusterExternalSecret";
-
-    fn parents_for_namespace(
-        parents: &Store<ClusterExternalSecret>,
-        ns: &Namespace,
-    ) -> Vec<ObjectRef<ClusterExternalSecret>> {
-        ces_for_namespace(parents, ns)
-    }
-
-    fn parents_for_child(
-        parents: &Store<ClusterExternalSecret>,
-        child: &ExternalSecret,
-    ) -> Vec<ObjectRef<ClusterExternalSecret>> {
-        ces_for_es(parents, child)
-    }
-
-    fn slim(es: &mut ExternalSecret) {
-        es.status = None;
-        if !controlled_by_kind(&es.metadata, Self::KIND) {
-            es.spec = Default::default();
-        }
-    }
+    const PARENTS_FOR_NAMESPACE: ParentsOf<ClusterExternalSecret, Namespace> = ces_for_namespace;
+    const PARENTS_FOR_CHILD: ParentsOf<ClusterExternalSecret, ExternalSecret> = ces_for_es;
 
     fn reconcile(
         parent: &ClusterExternalSecret,
         ctx: &CesContext,
     ) -> impl Future<Output = Result<Reconciled, Error>> + Send {
         execute(parent, ctx)
-    }
-
-    fn ready_on_error(err: &Error) -> Option<bool> {
-        match err {
-            // Status was written with Ready=False before the error.
-            Error::Namespaces => Some(false),
-            Error::Kube(_) => None,
-        }
     }
 }
 
@@ -256,27 +216,4 @@ pub async fn reconcile(
     ctx: Arc<CesContext>,
 ) -> Result<Action, Error> {
     fanout::reconcile(ces, ctx).await
-}
-
-/// Runs the ClusterExternalSecret controller until `shutdown` resolves. `namespaces` is a
-/// subscription to the shared [`NamespaceFeed`](crate::common::namespaces::NamespaceFeed) (whose
-/// cache is read through the handle).
-pub async fn run(
-    client: Client,
-    concurrency: u16,
-    metrics: RuntimeMetrics,
-    observe: Option<Observe>,
-    namespaces: ReflectHandle<Namespace>,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) {
-    fanout::run(
-        client,
-        concurrency,
-        metrics,
-        observe,
-        namespaces,
-        Ces,
-        shutdown,
-    )
-    .await;
 }

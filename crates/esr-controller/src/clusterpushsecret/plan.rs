@@ -34,13 +34,13 @@ use kube::{Resource, ResourceExt};
 
 use crate::common::events::kube_error_text;
 use crate::common::fanout::{
-    ChildRef, child_matches, child_meta, controller_ref, only_foreign_failures, refresh_from,
+    ChildRef, child_matches, child_meta, controller_ref, foreign_namespaces, refresh_from,
     take_over_meta,
 };
 use crate::common::namespaces::{NsView, Selection, SelectionError, select};
 
 /// Ready=False message when any namespace failed.
-pub const MSG_NAMESPACES_FAILED: &str = crate::clusterexternalsecret::plan::MSG_NAMESPACES_FAILED;
+pub use crate::common::fanout::MSG_NAMESPACES_FAILED;
 /// Kind of the owner reference on created PushSecrets.
 pub const KIND: &str = "ClusterPushSecret";
 /// Reason of a namespace holding a PushSecret this ClusterPushSecret does not own.
@@ -176,11 +176,7 @@ pub fn plan(sel: &Selection, target: &str, namespaces: &[NsView], existing: &[Ps
         .map(|e| (e.namespace.clone(), e.name.clone()))
         .collect();
     p.delete_outdated.sort();
-    let foreign: BTreeSet<&str> = existing
-        .iter()
-        .filter(|e| e.name == target && !e.owned)
-        .map(|e| e.namespace.as_str())
-        .collect();
+    let foreign = foreign_namespaces(existing, target);
     for ns in selected {
         if foreign.contains(ns.as_str()) {
             p.failed.push((ns, ERR_ALREADY_EXISTS.to_string()));
@@ -376,17 +372,9 @@ pub fn ns_view(ns: &Namespace) -> NsView {
     NsView::of(ns, None)
 }
 
-/// How one namespace's PushSecret is written.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Write {
-    /// Not in the cache: create it; on a conflict the live one is read back and
-    /// [`write_existing`] decides again.
-    Create(Box<PushSecret>),
-    /// Owned but out of date: replace it.
-    Replace(Box<PushSecret>),
-    /// Up to date: nothing to write.
-    Keep,
-}
+/// How one namespace's PushSecret is written (on a create that conflicts the live one is read
+/// back and [`write_existing`] decides again).
+pub type Write = crate::common::fanout::Write<PushSecret>;
 
 /// One selected namespace and its write.
 #[derive(Debug, Clone, PartialEq)]
@@ -486,20 +474,7 @@ pub fn steps(
 }
 
 /// How a completed reconcile ends.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finish {
-    /// The status to write (`None`: unchanged).
-    pub status: Option<ClusterPushSecretStatus>,
-    /// Every owned PushSecret was applied (later reconciles compare instead of replacing).
-    pub all_applied: bool,
-    /// Ready condition written.
-    pub ready: bool,
-    /// A namespace failed with a retryable error: retry with backoff rather than at the next
-    /// refresh.
-    pub retry: bool,
-    /// The requeue when not retrying.
-    pub requeue: Option<Duration>,
-}
+pub type Finish = crate::common::fanout::Finish<ClusterPushSecretStatus>;
 
 /// Maps a completed reconcile's results to its status and requeue.
 pub fn finish(
@@ -513,13 +488,13 @@ pub fn finish(
         provisioned,
         failed.clone(),
     );
-    Finish {
-        status: (cps.status.as_ref() != Some(&st)).then_some(st),
-        all_applied: only_foreign_failures(&failed, ERR_ALREADY_EXISTS),
-        ready: failed.is_empty(),
-        retry: failed.iter().any(|(_, r)| r != ERR_ALREADY_EXISTS),
-        requeue: refresh_interval(&cps.spec),
-    }
+    Finish::new(
+        cps.status.as_ref(),
+        st,
+        &failed,
+        ERR_ALREADY_EXISTS,
+        refresh_interval(&cps.spec),
+    )
 }
 
 /// A reconcile that stopped early: the Errored status (`None`: unchanged), the Warning event's

@@ -24,15 +24,7 @@ fn base_spec() -> serde_json::Value {
 }
 
 fn ns(name: &str, labels: &[(&str, &str)]) -> NsView {
-    NsView {
-        name: name.to_string(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        terminating: false,
-        has_finalizer: false,
-    }
+    NsView::live(name, labels)
 }
 
 fn ps_ref(ns: &str, name: &str, owned: bool) -> PsRef {

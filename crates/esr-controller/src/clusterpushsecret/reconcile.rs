@@ -12,41 +12,20 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::PostParams;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::debug;
 
 use super::plan::{
-    ApplyError, ApplyStep, DeleteError, MSG_NAMESPACES_FAILED, Steps, Stopped, Write,
-    cps_for_namespace, cps_for_ps, finish, ns_view, steps, stop_delete_old, stop_select,
-    write_existing,
+    ApplyError, ApplyStep, DeleteError, Steps, Stopped, Write, cps_for_namespace, cps_for_ps,
+    finish, ns_view, steps, stop_delete_old, stop_select, write_existing,
 };
 use crate::common::events::{EventSink, EventType, Reporter};
 use crate::common::fanout::{
-    self, FanOut, FanOutContext, Reconciled, controlled_by_kind, delete_child, is_status,
+    self, FanOut, FanOutContext, ParentsOf, Reconciled, delete_child, is_status,
     patch_fanout_status, refresh_action,
 };
-use crate::common::observe::Observe;
-use crate::metrics::controller::RuntimeMetrics;
 
-/// Errors of a ClusterPushSecret reconcile (retried with backoff).
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Kubernetes API error.
-    #[error("kubernetes API error: {0}")]
-    Kube(#[from] kube::Error),
-    /// The reconcile stopped early (recorded in status as Ready=False Errored).
-    #[error("{message}: {cause}")]
-    Errored {
-        /// The condition message.
-        message: &'static str,
-        /// What failed.
-        cause: String,
-    },
-    /// Some namespaces failed with a retryable error (recorded in status).
-    #[error("{MSG_NAMESPACES_FAILED}")]
-    Namespaces,
-}
+pub use crate::common::fanout::Error;
 
 /// The ClusterPushSecret fan-out kind: publishes its Warning events through `events`.
 pub struct Cps {
@@ -74,43 +53,14 @@ pub type CpsContext = FanOutContext<Cps>;
 impl FanOut for Cps {
     type Parent = ClusterPushSecret;
     type Child = PushSecret;
-    type Error = Error;
-    const KIND: &'static str = "ClusterPushSecret";
-
-    fn parents_for_namespace(
-        parents: &Store<ClusterPushSecret>,
-        ns: &Namespace,
-    ) -> Vec<ObjectRef<ClusterPushSecret>> {
-        cps_for_namespace(parents, ns)
-    }
-
-    fn parents_for_child(
-        parents: &Store<ClusterPushSecret>,
-        child: &PushSecret,
-    ) -> Vec<ObjectRef<ClusterPushSecret>> {
-        cps_for_ps(parents, child)
-    }
-
-    fn slim(ps: &mut PushSecret) {
-        ps.status = None;
-        if !controlled_by_kind(&ps.metadata, Self::KIND) {
-            ps.spec = Default::default();
-        }
-    }
+    const PARENTS_FOR_NAMESPACE: ParentsOf<ClusterPushSecret, Namespace> = cps_for_namespace;
+    const PARENTS_FOR_CHILD: ParentsOf<ClusterPushSecret, PushSecret> = cps_for_ps;
 
     fn reconcile(
         parent: &ClusterPushSecret,
         ctx: &CpsContext,
     ) -> impl Future<Output = Result<Reconciled, Error>> + Send {
         execute(parent, ctx)
-    }
-
-    fn ready_on_error(err: &Error) -> Option<bool> {
-        match err {
-            // Status was written with Ready=False before these errors.
-            Error::Namespaces | Error::Errored { .. } => Some(false),
-            Error::Kube(_) => None,
-        }
     }
 }
 
@@ -271,29 +221,4 @@ fn now_seconds() -> Time {
 /// The ClusterPushSecret reconciler (the shared fan-out reconcile of [`Cps`]).
 pub async fn reconcile(cps: Arc<ClusterPushSecret>, ctx: Arc<CpsContext>) -> Result<Action, Error> {
     fanout::reconcile(cps, ctx).await
-}
-
-/// Runs the ClusterPushSecret controller until `shutdown` resolves. `namespaces` is a
-/// subscription to the shared [`NamespaceFeed`](crate::common::namespaces::NamespaceFeed);
-/// `instance` names this replica in events.
-pub async fn run(
-    client: Client,
-    concurrency: u16,
-    metrics: RuntimeMetrics,
-    observe: Option<Observe>,
-    namespaces: ReflectHandle<Namespace>,
-    instance: Option<String>,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) {
-    let kind = Cps::new(client.clone(), instance);
-    fanout::run(
-        client,
-        concurrency,
-        metrics,
-        observe,
-        namespaces,
-        kind,
-        shutdown,
-    )
-    .await;
 }

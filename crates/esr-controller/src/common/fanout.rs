@@ -13,7 +13,7 @@
 //!
 //! `refreshTime` (both kinds) defaults to 1h; `0s` turns the periodic requeue off.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::core::object::{HasSpec, HasStatus};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
@@ -34,6 +35,38 @@ use crate::common::namespaces::namespace_changes;
 use crate::common::observe::{Observation, Observe, changes, meta_hash, observe_deletions};
 use crate::common::refresh::Backoffs;
 use crate::metrics::controller::RuntimeMetrics;
+
+/// The Ready message (and error text) of a parent some of whose namespaces failed.
+pub const MSG_NAMESPACES_FAILED: &str = "one or more namespaces failed";
+
+/// Errors of a fan-out reconcile (retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Kubernetes API error.
+    #[error("kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    /// The reconcile stopped early (recorded in status as Ready=False Errored; ClusterPushSecret).
+    #[error("{message}: {cause}")]
+    Errored {
+        /// The condition message.
+        message: &'static str,
+        /// What failed.
+        cause: String,
+    },
+    /// Some namespaces failed (recorded in status as Ready=False).
+    #[error("{MSG_NAMESPACES_FAILED}")]
+    Namespaces,
+}
+
+impl Error {
+    /// The Ready condition written before this error (`None` when unknown).
+    pub fn ready(&self) -> Option<bool> {
+        match self {
+            Error::Namespaces | Error::Errored { .. } => Some(false),
+            Error::Kube(_) => None,
+        }
+    }
+}
 
 /// Requeue interval when `refreshTime` is unset.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(3600);
@@ -73,6 +106,65 @@ pub struct ChildRef {
 /// retry fixes), i.e. every child the parent owns was applied.
 pub fn only_foreign_failures(failed: &[(String, String)], already_exists: &str) -> bool {
     failed.iter().all(|(_, r)| r == already_exists)
+}
+
+/// The namespaces where a child named `target` exists that the parent does not own (a name no
+/// write may take over).
+pub fn foreign_namespaces<'a>(existing: &'a [ChildRef], target: &str) -> BTreeSet<&'a str> {
+    existing
+        .iter()
+        .filter(|e| e.name == target && !e.owned)
+        .map(|e| e.namespace.as_str())
+        .collect()
+}
+
+/// How one namespace's child `C` is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write<C> {
+    /// Not in the cache: create it (what a conflict means is the kind's to say).
+    Create(Box<C>),
+    /// Owned but out of date: replace it.
+    Replace(Box<C>),
+    /// Up to date: nothing to write.
+    Keep,
+}
+
+/// How a completed reconcile ends, from the namespaces that were provisioned and those that
+/// failed; `S` is the parent's status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finish<S> {
+    /// The status to write (`None`: unchanged).
+    pub status: Option<S>,
+    /// Every owned child was applied (later reconciles compare instead of replacing).
+    pub all_applied: bool,
+    /// Ready condition written.
+    pub ready: bool,
+    /// A namespace failed with a retryable error: retry with backoff rather than at the next
+    /// refresh.
+    pub retry: bool,
+    /// The requeue when not retrying.
+    pub requeue: Option<Duration>,
+}
+
+impl<S: PartialEq> Finish<S> {
+    /// The end of a reconcile whose status becomes `status` (written when it differs from `old`):
+    /// Ready when no namespace `failed`, a retry when one failed for another reason than
+    /// `already_exists` (a foreign child, which no retry fixes).
+    pub fn new(
+        old: Option<&S>,
+        status: S,
+        failed: &[(String, String)],
+        already_exists: &str,
+        requeue: Option<Duration>,
+    ) -> Self {
+        Finish {
+            status: (old != Some(&status)).then_some(status),
+            all_applied: only_foreign_failures(failed, already_exists),
+            ready: failed.is_empty(),
+            retry: failed.iter().any(|(_, r)| r != already_exists),
+            requeue,
+        }
+    }
 }
 
 /// `want` is contained in `have` (objects: every key of `want` present and contained; arrays:
@@ -259,55 +351,51 @@ pub struct Reconciled {
     pub ready: Option<bool>,
 }
 
-/// A fan-out kind: the parent, its children and the reconcile of one parent.
+/// An object a fan-out controller watches and caches.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+/// The parents (from the cache) a change of a `T` concerns.
+pub type ParentsOf<P, T> = fn(&Store<P>, &T) -> Vec<ObjectRef<P>>;
+
+/// A fan-out kind: the parent, its children and the reconcile of one parent. The parent's kind
+/// (for logs and owner references) is its [`Resource::kind`].
 pub trait FanOut: Sized + Send + Sync + 'static {
     /// The cluster-scoped parent (ClusterExternalSecret, ClusterPushSecret).
-    type Parent: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static;
+    type Parent: Watched;
     /// The namespaced child (ExternalSecret, PushSecret).
-    type Child: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static;
-    /// Reconcile error (retried with backoff).
-    type Error: std::error::Error + Send + Sync + 'static;
-    /// The parent's kind, for logs.
-    const KIND: &'static str;
+    type Child: Watched + HasSpec<Spec: Default> + HasStatus;
 
-    /// Parents (from the cache) a namespace change concerns.
-    fn parents_for_namespace(
-        parents: &Store<Self::Parent>,
-        ns: &Namespace,
-    ) -> Vec<ObjectRef<Self::Parent>>;
+    /// Parents a namespace change concerns.
+    const PARENTS_FOR_NAMESPACE: ParentsOf<Self::Parent, Namespace>;
 
-    /// Parents (from the cache) a child change concerns.
-    fn parents_for_child(
-        parents: &Store<Self::Parent>,
-        child: &Self::Child,
-    ) -> Vec<ObjectRef<Self::Parent>>;
-
-    /// Trims a child before it is cached. Only a child that a parent of this kind controls
-    /// keeps its spec (the plan compares it with what the parent wants); any other child is
-    /// only ever read for its metadata (a name taken by a foreign object), and no child's status
-    /// is read. With thousands of children not made by a parent this keeps the cache small.
-    fn slim(child: &mut Self::Child);
+    /// Parents a child change concerns.
+    const PARENTS_FOR_CHILD: ParentsOf<Self::Parent, Self::Child>;
 
     /// Reconciles one parent (live or being deleted).
     fn reconcile(
         parent: &Self::Parent,
         ctx: &FanOutContext<Self>,
-    ) -> impl Future<Output = Result<Reconciled, Self::Error>> + Send;
+    ) -> impl Future<Output = Result<Reconciled, Error>> + Send;
+}
 
-    /// The Ready condition written before this error (`None` when unknown).
-    fn ready_on_error(err: &Self::Error) -> Option<bool>;
+/// Trims a child before it is cached. Only a child that a parent of this kind controls keeps its
+/// spec (the plan compares it with what the parent wants); any other child is only ever read for
+/// its metadata (a name taken by a foreign object), and no child's status or managed fields are
+/// read. With thousands of children not made by a parent this keeps the cache small.
+fn slim<F: FanOut>(child: &mut F::Child) {
+    child.meta_mut().managed_fields = None;
+    *child.status_mut() = None;
+    if !controlled_by_kind(child.meta(), &F::Parent::kind(&())) {
+        *child.spec_mut() = Default::default();
+    }
 }
 
 /// Reconciler state of a fan-out kind.
@@ -375,7 +463,7 @@ impl<F: FanOut> FanOutContext<F> {
 pub async fn reconcile<F: FanOut>(
     parent: Arc<F::Parent>,
     ctx: Arc<FanOutContext<F>>,
-) -> Result<Action, F::Error> {
+) -> Result<Action, Error> {
     let started = Instant::now();
     let name = parent.name_any();
     let deleting = parent.meta().deletion_timestamp.is_some();
@@ -396,7 +484,7 @@ pub async fn reconcile<F: FanOut>(
                 took: started.elapsed(),
                 ready: match &res {
                     Ok(r) => r.ready,
-                    Err(e) => F::ready_on_error(e),
+                    Err(e) => e.ready(),
                 },
             }
         };
@@ -410,11 +498,11 @@ pub async fn reconcile<F: FanOut>(
 /// Retries a failed parent with a growing backoff.
 pub fn error_policy<F: FanOut>(
     parent: Arc<F::Parent>,
-    err: &F::Error,
+    err: &Error,
     ctx: Arc<FanOutContext<F>>,
 ) -> Action {
     let delay = ctx.failures.failed(parent.name_any());
-    warn!(name = %parent.name_any(), error = %err, retry_in = ?delay, "{} reconcile failed", F::KIND);
+    warn!(name = %parent.name_any(), error = %err, retry_in = ?delay, "{} reconcile failed", F::Parent::kind(&()));
     Action::requeue(delay)
 }
 
@@ -448,10 +536,7 @@ pub async fn run<F: FanOut>(
     let child_stream = changes(
         reflector::reflector(
             child_writer,
-            watcher(child_api, watcher::Config::default()).modify(|c: &mut F::Child| {
-                c.meta_mut().managed_fields = None;
-                F::slim(c);
-            }),
+            watcher(child_api, watcher::Config::default()).modify(slim::<F>),
         )
         .default_backoff(),
         meta_hash::<F::Child>,
@@ -470,16 +555,16 @@ pub async fn run<F: FanOut>(
     let r1 = parent_reader.clone();
     let r2 = parent_reader.clone();
     let workqueue = metrics.for_kind::<F::Parent>(concurrency);
-    info!("{} controller starting", F::KIND);
+    info!("{} controller starting", F::Parent::kind(&()));
     let controller = Controller::for_stream(workqueue.triggers(parent_stream), parent_reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .watches_shared_stream(
             ns_stream,
-            workqueue.mapper(move |ns: Arc<Namespace>| F::parents_for_namespace(&r1, &ns)),
+            workqueue.mapper(move |ns: Arc<Namespace>| (F::PARENTS_FOR_NAMESPACE)(&r1, &ns)),
         )
         .watches_stream(
             child_stream,
-            workqueue.mapper(move |c: F::Child| F::parents_for_child(&r2, &c)),
+            workqueue.mapper(move |c: F::Child| (F::PARENTS_FOR_CHILD)(&r2, &c)),
         )
         .graceful_shutdown_on(shutdown)
         .run(
@@ -491,7 +576,7 @@ pub async fn run<F: FanOut>(
         .results(controller)
         .for_each(|res| async move {
             if let Err(e) = res {
-                debug!(error = %e, "{} controller event", F::KIND);
+                debug!(error = %e, "{} controller event", F::Parent::kind(&()));
             }
         })
         .await;

@@ -123,6 +123,20 @@ impl NsView {
             has_finalizer: finalizer.is_some_and(|f| ns.finalizers().iter().any(|x| x == f)),
         }
     }
+
+    /// A live namespace without finalizer (the plan tests' namespaces).
+    #[cfg(test)]
+    pub(crate) fn live(name: &str, labels: &[(&str, &str)]) -> NsView {
+        NsView {
+            name: name.to_string(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            terminating: false,
+            has_finalizer: false,
+        }
+    }
 }
 
 /// Which namespaces are selected (sorted); terminating namespaces are left out.

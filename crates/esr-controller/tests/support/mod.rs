@@ -1,17 +1,26 @@
 //! Shared setup of the in-process reconcile tests: an esr-testkit API server with esr's CRDs, the
 //! requests a reconcile made (verb and resource, in order), reflector caches filled from the
-//! server, and a controller context whose only provider is `fake`.
+//! server, and a controller context whose only provider is [`StaticProvider`], a test double of
+//! the `fake` store kind (the controller never links a provider crate, not even in its tests).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use esr_api::providers::fake::FakeProvider as FakeSpec;
 
 use esr_controller::common::generators::Generators;
 use esr_controller::externalsecret::reconcile::Context;
 use esr_controller::externalsecret::template::EsoTemplates;
 use esr_controller::metrics::Metrics;
 use esr_controller::runtime::{Config, Runtime};
-use esr_provider::{KubeClientAccess, ProviderRegistry};
+use esr_provider::{
+    Capabilities, ClientContext, FindRequest, KubeClientAccess, Maintenance, Provider,
+    ProviderError, ProviderRegistry, PushRequest, SecretRef, SecretsClient, StoreInfo,
+    ValidationResult,
+};
 use esr_testkit::TestServer;
 use kube::api::ListParams;
 use kube::runtime::reflector::{self, Store};
@@ -96,13 +105,114 @@ where
     reader
 }
 
-/// A controller context over the server, with the `fake` provider only.
-pub fn context(client: &Client) -> Arc<Context> {
-    let registry =
-        ProviderRegistry::new().with(Arc::new(esr_provider_fake::FakeProvider::isolated()));
+/// The provider double of the tests: stores with `spec.provider.fake` serve the `key`/`value`
+/// pairs of their `data` (versions and properties are not looked at), and take pushed values into
+/// memory. It reports itself read-write and not maintained, as the `fake` provider does, so the
+/// store controller's capability status and maintenance warning are exercised. What the
+/// reconcile tests do not call answers `Unsupported`.
+#[derive(Debug, Default)]
+pub struct StaticProvider {
+    pushed: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+}
+
+impl StaticProvider {
+    /// The values pushed so far, by remote key.
+    pub fn pushed(&self) -> BTreeMap<String, Vec<u8>> {
+        self.pushed.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Provider for StaticProvider {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn metric_provider(&self) -> &'static str {
+        "Fake"
+    }
+
+    fn capabilities(&self, _store: &StoreInfo) -> Capabilities {
+        Capabilities::ReadWrite
+    }
+
+    fn maintenance(&self) -> Maintenance {
+        Maintenance::NotMaintained
+    }
+
+    fn validate_store(&self, _store: &StoreInfo) -> esr_provider::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
+    async fn new_client(
+        &self,
+        ctx: &ClientContext<'_>,
+    ) -> esr_provider::Result<Arc<dyn SecretsClient>> {
+        let spec: FakeSpec = ctx.store.provider_spec("fake")?;
+        let data = spec
+            .data
+            .into_iter()
+            .map(|d| (d.key, d.value.into_bytes()))
+            .collect();
+        Ok(Arc::new(StaticClient {
+            data,
+            pushed: self.pushed.clone(),
+        }))
+    }
+}
+
+/// A client of [`StaticProvider`] over one store's `data`.
+struct StaticClient {
+    data: BTreeMap<String, Vec<u8>>,
+    pushed: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+}
+
+#[async_trait]
+impl SecretsClient for StaticClient {
+    async fn get_secret(&self, r: &SecretRef) -> esr_provider::Result<Vec<u8>> {
+        self.data
+            .get(&r.key)
+            .cloned()
+            .ok_or_else(|| ProviderError::not_found().with_key(r.key.clone()))
+    }
+
+    async fn get_secret_map(
+        &self,
+        _r: &SecretRef,
+    ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
+        Err(ProviderError::unsupported("not in the test double"))
+    }
+
+    async fn get_all_secrets(
+        &self,
+        _f: &FindRequest,
+    ) -> esr_provider::Result<BTreeMap<String, Vec<u8>>> {
+        Err(ProviderError::unsupported("not in the test double"))
+    }
+
+    async fn push_secret(&self, req: &PushRequest) -> esr_provider::Result<()> {
+        self.pushed
+            .lock()
+            .unwrap()
+            .insert(req.remote_key().to_string(), req.value.clone());
+        Ok(())
+    }
+
+    async fn validate(&self) -> ValidationResult {
+        ValidationResult::Ready
+    }
+}
+
+/// A controller context over the server, with `provider` as its only provider.
+pub fn context_with(
+    client: &Client,
+    config: Config,
+    provider: Arc<StaticProvider>,
+) -> Arc<Context> {
+    let registry = ProviderRegistry::new().with(provider);
     Runtime::new(
         client.clone(),
-        Config::default(),
+        config,
         registry,
         Arc::new(KubeClientAccess::new(client.clone())),
         Metrics::new(),
@@ -110,6 +220,11 @@ pub fn context(client: &Client) -> Arc<Context> {
         Generators::new(client.clone()),
     )
     .ctx
+}
+
+/// A controller context over the server, with a fresh [`StaticProvider`] only.
+pub fn context(client: &Client) -> Arc<Context> {
+    context_with(client, Config::default(), Arc::default())
 }
 
 /// Fetches an object as the reconciler gets it from its watch (`namespace` `None`: cluster-scoped).

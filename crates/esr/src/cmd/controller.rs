@@ -13,6 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use esr_controller::clusterexternalsecret::reconcile::Ces;
+use esr_controller::clusterpushsecret::reconcile::Cps;
+use esr_controller::common::fanout;
 use esr_controller::common::observe::{Observation, Observe};
 use esr_controller::metrics::rest::RestClientMetricsLayer;
 use esr_controller::metrics::{Metrics, Observed};
@@ -460,12 +463,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .flatten()
         .map(|namespaces| {
             let rx = stop_rx.clone();
-            tokio::spawn(esr_controller::clusterexternalsecret::reconcile::run(
+            tokio::spawn(fanout::run(
                 lease_client.clone(),
                 args.concurrent.max(1),
                 runtime_metrics.clone(),
                 Some(ces_observe),
                 namespaces,
+                Ces,
                 async move { stopped(rx).await },
             ))
         });
@@ -475,13 +479,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .flatten()
         .map(|namespaces| {
             let rx = stop_rx.clone();
-            tokio::spawn(esr_controller::clusterpushsecret::reconcile::run(
+            tokio::spawn(fanout::run(
                 lease_client.clone(),
                 args.concurrent.max(1),
                 runtime_metrics.clone(),
                 Some(cps_observe),
                 namespaces,
-                instance,
+                Cps::new(lease_client.clone(), instance),
                 async move { stopped(rx).await },
             ))
         });

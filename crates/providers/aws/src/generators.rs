@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use aws_config::retry::RetryConfig;
 use base64::Engine;
-use esr_api::generators::{ECRAuthorizationTokenSpec, STSSessionTokenSpec};
+use esr_api::generators::{AwsGeneratorSession, ECRAuthorizationTokenSpec, STSSessionTokenSpec};
 
 use crate::auth::{
     BuildInput, Endpoints, KubeSource, StoreIdentity, StoreKind, build_config, resolve_base,
@@ -55,16 +55,12 @@ pub struct GenerateInput<'a> {
 }
 
 /// The store-like view of the generator's auth, role and region.
-fn session_spec(
-    region: &str,
-    role: Option<&str>,
-    auth: Option<&esr_api::providers::aws::AwsAuth>,
-) -> Result<AwsProviderSpec, AwsError> {
+fn session_spec(session: &AwsGeneratorSession) -> Result<AwsProviderSpec, AwsError> {
     let json = serde_json::json!({
         "service": "SecretsManager",
-        "region": region,
-        "role": role.unwrap_or_default(),
-        "auth": auth,
+        "region": session.region,
+        "role": session.role.as_deref().unwrap_or_default(),
+        "auth": session.auth,
     });
     let spec = AwsProviderSpec::from_json(&json)?;
     crate::spec::validate_region(&spec.region)?;
@@ -126,7 +122,7 @@ impl AwsGenerators {
                 "ECRAuthorizationToken scope public (ECR Public) is not supported by esr",
             ));
         }
-        let session = session_spec(&spec.region, spec.role.as_deref(), spec.auth.as_ref())?;
+        let session = session_spec(&spec.session)?;
         let sdk = self.sdk(&session, input).await?;
         let mut b = aws_sdk_ecr::config::Builder::from(&sdk);
         if let Some(ep) = &self.endpoints.ecr {
@@ -183,12 +179,12 @@ impl AwsGenerators {
         input: &GenerateInput<'_>,
     ) -> Result<Generated, AwsError> {
         const OP: &str = "GetSessionToken";
-        if spec.auth.as_ref().is_some_and(|a| a.jwt.is_some()) {
+        if spec.session.auth.as_ref().is_some_and(|a| a.jwt.is_some()) {
             return Err(AwsError::invalid(
                 "jwt auth cannot be used for STS Session Token generation",
             ));
         }
-        let session = session_spec(&spec.region, spec.role.as_deref(), spec.auth.as_ref())?;
+        let session = session_spec(&spec.session)?;
         let sdk = self.sdk(&session, input).await?;
         let sts = sts_client(&sdk, &self.endpoints);
         let mut req = sts.get_session_token();
@@ -242,19 +238,29 @@ mod tests {
             }
         }))
         .unwrap();
-        let s = session_spec("eu-west-1", Some("arn:aws:iam::1:role/r"), Some(&auth)).unwrap();
+        let session = |region: &str, role: Option<&str>, auth| AwsGeneratorSession {
+            region: region.to_string(),
+            role: role.map(str::to_string),
+            auth,
+        };
+        let s = session_spec(&session(
+            "eu-west-1",
+            Some("arn:aws:iam::1:role/r"),
+            Some(auth),
+        ))
+        .unwrap();
         assert_eq!(s.region, "eu-west-1");
         assert_eq!(s.role, "arn:aws:iam::1:role/r");
         let sr = s.auth.secret_ref.unwrap();
         assert_eq!(sr.access_key_id.name, "aws");
         assert_eq!(sr.secret_access_key.key.as_deref(), Some("secret"));
         assert!(
-            session_spec("not a region", None, None)
+            session_spec(&session("not a region", None, None))
                 .unwrap_err()
                 .message
                 .contains("region not found")
         );
-        let s = session_spec("us-east-1", None, None).unwrap();
+        let s = session_spec(&session("us-east-1", None, None)).unwrap();
         assert!(s.role.is_empty() && s.auth.secret_ref.is_none() && s.auth.jwt.is_none());
     }
 }

@@ -443,6 +443,15 @@ fn secret_ref_auth() -> esr_api::providers::aws::AwsAuth {
     .unwrap()
 }
 
+/// eu-west-1 with the static keys of [`secret_ref_auth`], no role.
+fn session() -> esr_api::generators::AwsGeneratorSession {
+    esr_api::generators::AwsGeneratorSession {
+        region: "eu-west-1".into(),
+        auth: Some(secret_ref_auth()),
+        role: None,
+    }
+}
+
 #[tokio::test]
 async fn ecr_authorization_token_is_a_docker_login() {
     let Some(moto) = moto() else { return };
@@ -450,8 +459,7 @@ async fn ecr_authorization_token_is_a_docker_login() {
     let g = AwsGenerators::new(moto_endpoints(&moto), calls.clone());
     let kube = FakeKube::with_aws_keys("ns");
     let spec = esr_api::generators::ECRAuthorizationTokenSpec {
-        region: "eu-west-1".into(),
-        auth: Some(secret_ref_auth()),
+        session: session(),
         ..Default::default()
     };
     let out = g
@@ -507,13 +515,11 @@ async fn sts_session_token_returns_temporary_credentials() {
     let g = AwsGenerators::new(moto_endpoints(&moto), calls.clone());
     let kube = FakeKube::with_aws_keys("ns");
     let spec = esr_api::generators::STSSessionTokenSpec {
-        region: "eu-west-1".into(),
-        auth: Some(secret_ref_auth()),
+        session: session(),
         request_parameters: Some(esr_api::generators::STSRequestParameters {
             session_duration: Some(900),
             ..Default::default()
         }),
-        ..Default::default()
     };
     let out = g
         .sts_session_token(&spec, &generate_input(kube.clone()))
@@ -540,12 +546,15 @@ async fn sts_session_token_returns_temporary_credentials() {
     assert_eq!(calls.count("GetSessionToken"), 1);
     // jwt auth is refused before any call.
     let jwt = esr_api::generators::STSSessionTokenSpec {
-        auth: Some(
-            serde_json::from_value(
-                serde_json::json!({"jwt": {"serviceAccountRef": {"name": "sa"}}}),
-            )
-            .unwrap(),
-        ),
+        session: esr_api::generators::AwsGeneratorSession {
+            auth: Some(
+                serde_json::from_value(
+                    serde_json::json!({"jwt": {"serviceAccountRef": {"name": "sa"}}}),
+                )
+                .unwrap(),
+            ),
+            ..spec.session.clone()
+        },
         ..spec
     };
     let e = g
