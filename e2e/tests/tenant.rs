@@ -48,6 +48,20 @@ fn poison(name: &str) -> Value {
     )
 }
 
+/// The poison as a rewrite `transform` (a template too, run on the same pool).
+fn poison_transform(name: &str) -> Value {
+    es(
+        name,
+        json!({
+            "refreshInterval": "1h",
+            "secretStoreRef": {"kind": "ClusterSecretStore", "name": "fake"},
+            "target": {"name": name},
+            "dataFrom": [{"find": {"name": {"regexp": ".*"}},
+                          "rewrite": [{"transform": {"template": POISON}}]}]
+        }),
+    )
+}
+
 /// One GET, `None` when the server does not answer 200 within 5 s.
 async fn try_get(addr: &str, path: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -90,8 +104,9 @@ fn refresh_time(obj: &Value) -> String {
         .to_string()
 }
 
-/// ESO's default `--concurrent 1`: the poison render fails at its deadline with a value-free
-/// error and a backoff, while the canaries keep refreshing and the probes and /metrics answer.
+/// ESO's default `--concurrent 1`: the poison renders (a target template, and a rewrite
+/// transform) fail at their deadline with value-free errors and a backoff, while the canaries
+/// keep refreshing and the probes and /metrics answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poison_template_fails_alone_and_canaries_keep_syncing() {
     let env = Env::start().await.unwrap();
@@ -106,6 +121,7 @@ async fn poison_template_fails_alone_and_canaries_keep_syncing() {
         apply(&env, &ns, canary(c, "1s")).await;
     }
     apply(&env, &ns, poison("poison")).await;
+    apply(&env, &ns, poison_transform("poison-transform")).await;
     let failed = wait_condition(
         &env,
         "ExternalSecret",
@@ -124,6 +140,22 @@ async fn poison_template_fails_alone_and_canaries_keep_syncing() {
     )
     .await;
     assert!(!note.contains(VALUE), "{note}");
+    wait_condition(
+        &env,
+        "ExternalSecret",
+        &ns,
+        "poison-transform",
+        "False",
+        "SecretSyncedError",
+    )
+    .await;
+    wait_event(
+        &env,
+        "poison-transform",
+        "UpdateFailed",
+        "unable to execute transform template: the render exceeded its deadline of 2s",
+    )
+    .await;
     // The poison is retried with a backoff; meanwhile every canary refreshes again.
     let before: Vec<String> = {
         let mut v = Vec::new();
@@ -164,6 +196,7 @@ async fn poison_template_fails_alone_and_canaries_keep_syncing() {
     assert!(!poisoned.to_string().contains(VALUE), "{poisoned}");
     assert!(!esr.logs().contains(VALUE));
     assert!(secret(&env, &ns, "poison").await.is_none());
+    assert!(secret(&env, &ns, "poison-transform").await.is_none());
 }
 
 /// A render that would run for an hour holds no async worker (one here): another
