@@ -8,10 +8,12 @@
 //! the watch cache waits for its first sync (it has no status for its generation, and this
 //! controller has not started reconciling it), every reconcile of an ExternalSecret that already
 //! has a status for its current generation (a refresh, a retry, a drift check) is put back by a
-//! random 1–5 s before it makes any API call. Spec changes, deletions and first syncs run at once.
-//! The backlog then drains at the full client rate, and the others resume.
+//! random 1–5 s before it makes any API call, for at most 30 s in all: after that it runs even
+//! while first syncs wait, so a steady stream of new ExternalSecrets cannot starve the refreshes
+//! either. Spec changes, deletions and first syncs run at once. The backlog then drains at the
+//! full client rate, and the others resume.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -26,11 +28,16 @@ const RECOUNT: Duration = Duration::from_secs(1);
 const DEFER_MIN_MS: u64 = 1_000;
 const DEFER_MAX_MS: u64 = 5_000;
 
+/// The longest a served ExternalSecret is put back in all, however many first syncs wait.
+pub const DEFER_LIMIT: Duration = Duration::from_secs(30);
+
 /// Which ExternalSecrets this controller has reconciled, and how many it has not yet.
 #[derive(Debug, Default)]
 pub struct FirstSyncs {
     cache: OnceLock<Store<ExternalSecret>>,
     attempted: Mutex<HashSet<String>>,
+    /// When each ExternalSecret put back now was first put back (removed when it runs).
+    deferred: Mutex<HashMap<String, Instant>>,
     backlog: Mutex<Option<(Instant, usize)>>,
 }
 
@@ -74,19 +81,32 @@ impl FirstSyncs {
     /// and must make way for ExternalSecrets waiting for their first sync; otherwise records `es`
     /// as reconciled.
     pub fn defer(&self, es: &ExternalSecret) -> Option<Duration> {
+        self.defer_at(es, Instant::now())
+    }
+
+    /// [`FirstSyncs::defer`] at `now`.
+    fn defer_at(&self, es: &ExternalSecret, now: Instant) -> Option<Duration> {
         let uid = es.uid()?;
-        if is_served(es) && self.waiting() > 0 {
-            return Some(Duration::from_millis(rand::random_range(
-                DEFER_MIN_MS..=DEFER_MAX_MS,
-            )));
+        let make_way = is_served(es) && self.waiting() > 0;
+        {
+            let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            if make_way {
+                let since = *deferred.entry(uid.clone()).or_insert(now);
+                if now.saturating_duration_since(since) < DEFER_LIMIT {
+                    return Some(Duration::from_millis(rand::random_range(
+                        DEFER_MIN_MS..=DEFER_MAX_MS,
+                    )));
+                }
+            }
+            deferred.remove(&uid);
         }
         let new = self
             .attempted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(uid);
-        if new {
-            // One fewer waiting (until the next count).
+        if new && !is_served(es) {
+            // One fewer waiting (until the next count; served ones were not counted).
             let mut b = self.backlog.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((_, n)) = b.as_mut() {
                 *n = n.saturating_sub(1);
@@ -109,12 +129,22 @@ impl FirstSyncs {
         let state = cache.state();
         let n = {
             let mut attempted = self.attempted.lock().unwrap_or_else(|p| p.into_inner());
-            count_backlog(
+            let n = count_backlog(
                 state
                     .iter()
                     .filter_map(|e| Some((e.metadata.uid.as_deref()?, is_served(e)))),
                 &mut attempted,
-            )
+            );
+            // Forget the put-back times of ExternalSecrets no longer cached.
+            let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            if !deferred.is_empty() {
+                let cached: HashSet<&str> = state
+                    .iter()
+                    .filter_map(|e| e.metadata.uid.as_deref())
+                    .collect();
+                deferred.retain(|u, _| cached.contains(u.as_str()));
+            }
+            n
         };
         *b = Some((Instant::now(), n));
         n
@@ -192,6 +222,27 @@ mod tests {
         // "new" was reconciled: the refresh runs.
         assert_eq!(f.defer(&synced("old")), None);
         assert_eq!(f.defer(&synced("old")), None);
+        // Put back for at most DEFER_LIMIT in all, even while first syncs wait.
+        let f = FirstSyncs::default();
+        let (reader, mut writer) = kube::runtime::reflector::store();
+        writer.apply_watcher_event(&Event::Init);
+        for e in [synced("old"), es("new", serde_json::json!({}))] {
+            writer.apply_watcher_event(&Event::InitApply(e));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
+        f.attach(reader);
+        let t0 = Instant::now();
+        assert!(f.defer_at(&synced("old"), t0).is_some());
+        assert!(
+            f.defer_at(&synced("old"), t0 + DEFER_LIMIT - Duration::from_secs(1))
+                .is_some()
+        );
+        assert_eq!(f.defer_at(&synced("old"), t0 + DEFER_LIMIT), None);
+        // It ran: a later reconcile starts a new put-back period.
+        assert!(
+            f.defer_at(&synced("old"), t0 + DEFER_LIMIT + Duration::from_secs(1))
+                .is_some()
+        );
         // After a restart every object with a status was served: none waits.
         let (reader, mut writer) = kube::runtime::reflector::store();
         writer.apply_watcher_event(&Event::Init);
