@@ -29,9 +29,8 @@ use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fairness::FirstSyncs;
 use crate::externalsecret::fetch::referenced_stores;
 use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED, LABEL_OWNER};
-use crate::externalsecret::reconcile::{
-    VerifiedTarget, compact_cached_meta, es_error_policy, reconcile_es,
-};
+use crate::externalsecret::reconcile::{es_error_policy, reconcile_es};
+use crate::externalsecret::target::{VerifiedTarget, compact_cached_meta};
 use crate::externalsecret::template::{RenderPool, RenderPoolError, TemplateEngine};
 use crate::metrics::Metrics;
 

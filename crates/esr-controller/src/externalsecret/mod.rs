@@ -7,6 +7,7 @@ pub mod offload;
 pub mod pipeline;
 pub mod plan;
 pub mod reconcile;
+pub mod target;
 pub mod template;
 
 /// The ESO hashes (data hash, created-by label, synced resourceVersion, field manager).

@@ -18,7 +18,7 @@ use crate::externalsecret::pipeline::DataMap;
 use crate::externalsecret::plan::{
     self, EsView, PlanInput, RenderError, Rendered, Renderer, Steps,
 };
-use crate::externalsecret::reconcile::{VerifiedTarget, unchanged_target};
+use crate::externalsecret::target::{VerifiedTarget, unchanged_target};
 use crate::externalsecret::template::{
     RenderPool, RenderPoolError, TemplateEngine, TemplateSources,
 };
@@ -251,7 +251,7 @@ spec:
             metadata: created.metadata.clone(),
             ..Default::default()
         };
-        crate::externalsecret::reconcile::compact_cached_meta(&mut meta.metadata);
+        crate::externalsecret::target::compact_cached_meta(&mut meta.metadata);
         let meta = Arc::new(meta);
         let steps = unchanged_steps_on_pool(
             &pool,
