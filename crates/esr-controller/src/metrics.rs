@@ -54,10 +54,10 @@ pub struct ConditionLabels {
     pub name: String,
     /// Resource namespace.
     pub namespace: String,
-    /// Condition type.
-    pub condition: String,
+    /// Condition type (a constant: no string per series).
+    pub condition: &'static str,
     /// `True`/`False`.
-    pub status: String,
+    pub status: &'static str,
 }
 
 /// `name, namespace, reason` of `externalsecret_sync_calls_error`.
@@ -314,18 +314,18 @@ impl Metrics {
         family: &Family<ConditionLabels, FloatGauge>,
         name: &str,
         namespace: &str,
-        condition: &str,
+        condition: &'static str,
         status: &str,
     ) {
         let (on, off) = match status {
             "True" => ("True", "False"),
             _ => ("False", "True"),
         };
-        let l = |s: &str| ConditionLabels {
+        let l = |s: &'static str| ConditionLabels {
             name: name.to_string(),
             namespace: namespace.to_string(),
-            condition: condition.to_string(),
-            status: s.to_string(),
+            condition,
+            status: s,
         };
         family.get_or_create(&l(on)).set(1.0);
         family.get_or_create(&l(off)).set(0.0);
@@ -383,8 +383,8 @@ impl Metrics {
             cond.remove(&ConditionLabels {
                 name: name.to_string(),
                 namespace: namespace.to_string(),
-                condition: "Ready".to_string(),
-                status: s.to_string(),
+                condition: "Ready",
+                status: s,
             });
         }
     }
@@ -419,8 +419,8 @@ impl Metrics {
             self.es_condition.remove(&ConditionLabels {
                 name: name.to_string(),
                 namespace: namespace.to_string(),
-                condition: "Ready".to_string(),
-                status: s.to_string(),
+                condition: "Ready",
+                status: s,
             });
         }
     }
