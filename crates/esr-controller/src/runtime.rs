@@ -330,13 +330,9 @@ impl NameIndex {
     }
 
     /// How many keys the index holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).names.len()
-    }
-
-    /// Whether the index is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The names recorded under (`namespace`, `key`) for which `current` still holds; the others

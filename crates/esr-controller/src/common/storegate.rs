@@ -142,6 +142,20 @@ impl StoreGate {
         }
     }
 
+    /// Builds a client of `store` (`new_client`, which may log in) within the store's bounds,
+    /// and returns it with every later call going through this gate too.
+    pub async fn connect<F>(
+        self: &Arc<Self>,
+        store: String,
+        new_client: F,
+    ) -> Result<Arc<dyn SecretsClient>, ProviderError>
+    where
+        F: Future<Output = Result<Arc<dyn SecretsClient>, ProviderError>>,
+    {
+        let client = self.call(&store, new_client).await?;
+        Ok(self.wrap(store, client))
+    }
+
     /// `client`, with every call going through this gate as `store`.
     pub fn wrap(
         self: &Arc<Self>,

@@ -64,15 +64,13 @@ pub enum Transforms<'a> {
 
 impl Transforms<'_> {
     /// Runs `chain` (a rewrite chain and the steps after it) with the transform renderer: on the
-    /// pool when `rewrite` has a `transform` and there is one, inline otherwise.
-    async fn run<T, F>(self, rewrite: &[Rewrite], chain: F) -> Result<T, SyncError>
+    /// pool when the chain has a `transform` (`transforms`, see [`has_transform`]) and there is
+    /// one, inline otherwise.
+    async fn run<T, F>(self, transforms: bool, chain: F) -> Result<T, SyncError>
     where
         T: Send + 'static,
         F: FnOnce(&dyn KeyTransformer) -> Result<T, SyncError> + Send + 'static,
     {
-        let transforms = rewrite
-            .iter()
-            .any(|r| matches!(r, Rewrite::Transform { .. }));
         match self {
             Transforms::Inline(t) => chain(t),
             Transforms::Pool(_, engine) if !transforms => chain(engine.transformer()),
@@ -97,15 +95,23 @@ pub enum Fetched {
     Data(Result<Assembled, SyncError>),
 }
 
+/// Whether a rewrite chain renders templates.
+fn has_transform(rewrite: &[Rewrite]) -> bool {
+    rewrite
+        .iter()
+        .any(|r| matches!(r, Rewrite::Transform { .. }))
+}
+
 /// [`process_data_from_map`] where `transforms` says, as an entry result.
 async fn process_off_workers(
     transforms: Transforms<'_>,
     opts: DataFromOptions,
     m: DataMap,
 ) -> EntryResult<DataMap> {
-    let ops = opts.rewrite.clone();
     transforms
-        .run(&ops, move |t| process_data_from_map(&opts, t, m))
+        .run(has_transform(&opts.rewrite), move |t| {
+            process_data_from_map(&opts, t, m)
+        })
         .await
         .map_or_else(EntryResult::Err, EntryResult::Ok)
 }
@@ -201,7 +207,7 @@ impl Clients<'_> {
             .with_recorder(self.env.recorder.clone());
         let id = store.identity();
         let client = match &self.env.gate {
-            Some(gate) => gate.wrap(id.clone(), gate.call(&id, provider.new_client(&ctx)).await?),
+            Some(gate) => gate.connect(id.clone(), provider.new_client(&ctx)).await?,
             None => provider.new_client(&ctx).await?,
         };
         Ok((id, client))
@@ -279,7 +285,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
                     Ok(m) => {
                         let ops = rewrites(df.rewrite.as_ref());
                         env.transforms
-                            .run(&ops.clone(), move |t| {
+                            .run(has_transform(&ops), move |t| {
                                 rewrite_map(&ops, t, m)
                                     .map_err(SyncError::Rewrite)
                                     .and_then(|m| validate_keys(m).map_err(SyncError::InvalidKeys))

@@ -61,33 +61,35 @@ impl PlanJob {
 
     /// For a target verified unchanged (its cached metadata `meta`, and `known`): the steps
     /// planned against the target as it is, when the Secret this ExternalSecret wants (planned as
-    /// if absent) matches it, else `None` (it may differ: read it and plan again). Both plans use
-    /// one render.
+    /// if absent) matches it; otherwise the job back (the target may differ: read it and plan
+    /// with it). Both plans use one render.
     fn steps_if_unchanged(
         self,
         templates: &dyn TemplateEngine,
         meta: &PartialObjectMeta<Secret>,
         known: &VerifiedTarget,
-    ) -> Option<Steps> {
-        let data = self.provider.as_ref().ok()?.clone();
-        let renderer = templates.renderer(&self.es, &self.sources);
-        let once = RenderOnce::new(renderer.as_ref());
-        let input = |provider, existing| PlanInput {
-            es: &self.view,
-            provider,
-            existing,
-            owned_secret_names: &self.owned_secret_names,
-            renderer: &once,
-            start: self.start,
-            jitter: self.jitter,
-        };
-        let desired = match plan::plan(input(Ok(data), None)).write {
-            plan::SecretWrite::Create(s) => *s,
-            _ => return None,
-        };
-        let existing = unchanged_target(desired, meta, known)?;
-        let p = plan::plan(input(self.provider.clone(), Some(&existing)));
-        Some(p.steps(&self.view))
+    ) -> Result<Steps, Box<PlanJob>> {
+        let steps = self.provider.as_ref().ok().and_then(|data| {
+            let renderer = templates.renderer(&self.es, &self.sources);
+            let once = RenderOnce::new(renderer.as_ref());
+            let input = |provider, existing| PlanInput {
+                es: &self.view,
+                provider,
+                existing,
+                owned_secret_names: &self.owned_secret_names,
+                renderer: &once,
+                start: self.start,
+                jitter: self.jitter,
+            };
+            let desired = match plan::plan(input(Ok(data.clone()), None)).write {
+                plan::SecretWrite::Create(s) => *s,
+                _ => return None,
+            };
+            let existing = unchanged_target(desired, meta, known)?;
+            let p = plan::plan(input(Ok(data.clone()), Some(&existing)));
+            Some(p.steps(&self.view))
+        });
+        steps.ok_or_else(|| Box::new(self))
     }
 
     fn has_template(&self) -> bool {
@@ -119,7 +121,7 @@ pub async fn unchanged_steps_on_pool(
     job: PlanJob,
     meta: Arc<PartialObjectMeta<Secret>>,
     known: VerifiedTarget,
-) -> Result<Option<Steps>, RenderPoolError> {
+) -> Result<Result<Steps, Box<PlanJob>>, RenderPoolError> {
     if !job.has_template() {
         return Ok(job.steps_if_unchanged(templates.as_ref(), &meta, &known));
     }
@@ -262,6 +264,7 @@ spec:
         )
         .await
         .unwrap()
+        .ok()
         .expect("unchanged");
         assert!(
             !steps.steps.iter().any(|s| matches!(s, Step::Write(_))),
@@ -274,7 +277,7 @@ spec:
             unchanged_steps_on_pool(&pool, templates, job(changed), meta, known)
                 .await
                 .unwrap()
-                .is_none()
+                .is_err()
         );
     }
 

@@ -17,10 +17,8 @@ use tracing::{debug, info, warn};
 use crate::common::events::kube_error_text;
 use crate::common::refresh::{self, Requeue};
 use crate::externalsecret::convert::{es_view, status_json, status_view};
-use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fetch::{FetchEnv, Fetched, Transforms, fetch, referenced_stores};
 use crate::externalsecret::offload::{PlanJob, plan_on_pool, unchanged_steps_on_pool};
-use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::plan::{
     self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, LABEL_OWNER,
     SecretWrite, Step, Steps,
@@ -251,33 +249,32 @@ async fn reconcile_es_inner(es: &Arc<ExternalSecret>, ctx: &Context) -> Result<A
         None => Vec::new(),
     };
     let sources = load_sources(ctx.kube.as_ref(), es).await;
-    let job = |provider: Result<Assembled, SyncError>, existing: Option<Secret>| PlanJob {
+    let mut job = PlanJob {
         es: es.clone(),
         view: view.clone(),
         provider,
-        existing,
-        owned_secret_names: owned.clone(),
-        sources: sources.clone(),
+        existing: None,
+        owned_secret_names: owned,
+        sources,
         start: ex.start,
         jitter,
     };
-    let existing = match target {
-        Target::Read(s) => s.map(|s| *s),
+    match target {
+        Target::Read(s) => job.existing = s.map(|s| *s),
         Target::Verified(meta, known) => {
             // The desired Secret (planned as if absent) against what the cache shows: when they
             // agree, the Secret as it is equals the desired one and no write (nor GET) is needed.
-            let j = job(provider.clone(), None);
             let pool = &ctx.render_pool;
-            if let Some(steps) =
-                unchanged_steps_on_pool(pool, ctx.templates.clone(), j, meta, known).await?
-            {
-                return ex.run(steps).await;
+            match unchanged_steps_on_pool(pool, ctx.templates.clone(), job, meta, known).await? {
+                Ok(steps) => return ex.run(steps).await,
+                Err(back) => {
+                    job = *back;
+                    job.existing = ex.read_target().await?;
+                }
             }
-            ex.read_target().await?
         }
-    };
-    let j = job(provider, existing);
-    let steps = plan_on_pool(&ctx.render_pool, ctx.templates.clone(), j).await?;
+    }
+    let steps = plan_on_pool(&ctx.render_pool, ctx.templates.clone(), job).await?;
     ex.run(steps).await
 }
 

@@ -172,9 +172,11 @@ pub async fn check_store(
         .with_recorder(Arc::new(ctx.metrics.clone()));
     // Within the store's bounds, like the ExternalSecrets' calls: a hung store holds this
     // reconcile only until the deadline.
-    let id = info.identity();
-    let client = match ctx.store_gate.call(&id, provider.new_client(&cctx)).await {
-        Ok(c) => ctx.store_gate.wrap(id, c),
+    let gated = ctx
+        .store_gate
+        .connect(info.identity(), provider.new_client(&cctx));
+    let client = match gated.await {
+        Ok(c) => c,
         Err(e) => return (StoreCheck::ClientError(e.to_string()), caps, maintenance),
     };
     (
