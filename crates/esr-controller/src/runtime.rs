@@ -16,12 +16,13 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
 use crate::common::events::{EventSink, Reporter};
 use crate::common::generators::Generators;
+use crate::common::observe::{Deletions, changed_objects};
 use crate::common::refresh;
 use crate::common::rollout::Rollouts;
 use crate::common::storegate::{StoreGate, StoreLimits};
@@ -33,6 +34,7 @@ use crate::externalsecret::reconcile::{es_error_policy, reconcile_es};
 use crate::externalsecret::target::{VerifiedTarget, compact_cached_meta};
 use crate::externalsecret::template::{RenderPool, RenderPoolError, TemplateEngine};
 use crate::metrics::Metrics;
+use crate::metrics::controller::requeued;
 
 /// Controller settings (the `esr controller` flags that matter here).
 #[derive(Debug, Clone)]
@@ -240,7 +242,7 @@ impl Context {
     }
 }
 
-fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
+fn es_trigger_hash(es: &ExternalSecret) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     es.metadata.generation.hash(&mut h);
     es.labels().hash(&mut h);
@@ -251,11 +253,21 @@ fn es_trigger_hash(es: &ExternalSecret) -> Option<u64> {
         .as_ref()
         .map(|t| t.0.as_second())
         .hash(&mut h);
-    Some(h.finish())
+    h.finish()
 }
 
-fn ready_hash<K: serde::Serialize>(obj: &K) -> Option<u64> {
-    let v = serde_json::to_value(obj).ok()?;
+/// A managed Secret passes on every change of its resourceVersion (a relist's unchanged copies
+/// are dropped).
+fn resource_version(s: &PartialObjectMeta<Secret>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.metadata.resource_version.hash(&mut h);
+    h.finish()
+}
+
+fn ready_hash<K: serde::Serialize>(obj: &K) -> u64 {
+    let Ok(v) = serde_json::to_value(obj) else {
+        return 0;
+    };
     let ready = v
         .pointer("/status/conditions")
         .and_then(|c| c.as_array())
@@ -269,7 +281,7 @@ fn ready_hash<K: serde::Serialize>(obj: &K) -> Option<u64> {
         .to_string();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ready.hash(&mut h);
-    Some(h.finish())
+    h.finish()
 }
 
 /// The name of the Secret an ExternalSecret writes (`spec.target.name`, else its own name).
@@ -551,69 +563,85 @@ impl Runtime {
         let index_cache = es_reader.clone();
         // managedFields are dropped before caching: nothing reads them, and they are a large
         // part of each cached object.
-        let es_stream = reflector::reflector(
-            es_writer,
-            watcher(es_api, watcher::Config::default()).modify(|es: &mut ExternalSecret| {
-                es.metadata.managed_fields = None;
-            }),
-        )
-        .default_backoff()
-        .applied_objects()
-        .inspect({
-            let ctx = ctx.clone();
-            move |es| {
-                if let Ok(es) = es {
-                    index.insert(es, &index_cache);
-                    ctx.status_delivered(es);
+        let es_stream = changed_objects(
+            reflector::reflector(
+                es_writer,
+                watcher(es_api, watcher::Config::default()).modify(|es: &mut ExternalSecret| {
+                    es.metadata.managed_fields = None;
+                }),
+            )
+            .default_backoff()
+            .inspect({
+                let ctx = ctx.clone();
+                move |ev| {
+                    if let Ok(watcher::Event::Apply(es) | watcher::Event::InitApply(es)) = ev {
+                        index.insert(es, &index_cache);
+                        ctx.status_delivered(es);
+                    }
                 }
-            }
-        })
-        .predicate_filter(es_trigger_hash, Default::default());
+            }),
+            es_trigger_hash,
+            Deletions::Drop,
+        );
         let es_stream = es_metrics.triggers(es_stream);
 
         let managed = format!("{LABEL_MANAGED}=true");
         // Cached compact (see `compact_cached_meta`): what the reconcile looks up, and a
         // fingerprint of the rest.
-        let secret_stream = reflector::reflector(
-            self.managed_writer,
-            watcher(secret_api, watcher::Config::default().labels(&managed))
-                .modify(|m: &mut PartialObjectMeta<Secret>| compact_cached_meta(&mut m.metadata)),
-        )
-        .default_backoff()
-        .touched_objects()
-        .inspect({
-            let owners = ctx.owners.clone();
-            let cache = ctx.managed_secrets.clone();
-            move |s| {
-                if let Ok(s) = s {
-                    owners.insert(s, &cache);
+        let secret_stream = changed_objects(
+            reflector::reflector(
+                self.managed_writer,
+                watcher(secret_api, watcher::Config::default().labels(&managed)).modify(
+                    |m: &mut PartialObjectMeta<Secret>| compact_cached_meta(&mut m.metadata),
+                ),
+            )
+            .default_backoff()
+            .inspect({
+                let owners = ctx.owners.clone();
+                let cache = ctx.managed_secrets.clone();
+                move |ev| {
+                    if let Ok(
+                        watcher::Event::Apply(s)
+                        | watcher::Event::InitApply(s)
+                        | watcher::Event::Delete(s),
+                    ) = ev
+                    {
+                        owners.insert(s, &cache);
+                    }
                 }
-            }
-        })
-        .predicate_filter(predicates::resource_version, Default::default());
+            }),
+            resource_version,
+            Deletions::Pass,
+        );
 
-        let ss_stream =
+        let ss_stream = changed_objects(
             reflector::reflector(self.ss_writer, watcher(ss_api, watcher::Config::default()))
-                .default_backoff()
-                .applied_objects()
-                .predicate_filter(ready_hash::<SecretStore>, Default::default());
-        let css_stream = reflector::reflector(
-            self.css_writer,
-            watcher(css_api.clone(), watcher::Config::default()),
-        )
-        .default_backoff()
-        .applied_objects()
-        .predicate_filter(ready_hash::<ClusterSecretStore>, Default::default());
+                .default_backoff(),
+            ready_hash::<SecretStore>,
+            Deletions::Drop,
+        );
+        let css_stream = changed_objects(
+            reflector::reflector(
+                self.css_writer,
+                watcher(css_api.clone(), watcher::Config::default()),
+            )
+            .default_backoff(),
+            ready_hash::<ClusterSecretStore>,
+            Deletions::Drop,
+        );
 
         let r1 = es_reader.clone();
         let r2 = es_reader.clone();
         let r3 = es_reader.clone();
         let shutdown_all = futures::future::FutureExt::shared(shutdown);
         let s1 = shutdown_all.clone();
+        // Refresh requeues wait in the metrics' queue model, not in kube-runtime's scheduler.
+        let requeues = es_metrics.requeues::<ExternalSecret>();
         let mut es_controller = Controller::for_stream(es_stream, es_reader)
             .with_config(
                 kube::runtime::controller::Config::default().concurrency(ctx.config.concurrency),
             )
+            .watches_stream(requeues, requeued)
             .watches_stream(
                 secret_stream,
                 es_metrics.mapper(move |s: PartialObjectMeta<Secret>| {

@@ -2,15 +2,17 @@
 //! [`select`]), what the plan knows of one ([`NsView`]), and the one Namespace watch and cache
 //! both cluster controllers share ([`NamespaceFeed`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use esr_api::v1::ClusterExternalSecretSpec;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::runtime::reflector::{self, ReflectHandle, Store};
+
+use crate::common::observe::Seen;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use regex::Regex;
@@ -223,14 +225,9 @@ impl NamespaceFeed {
 pub(crate) fn namespace_changes(
     handle: ReflectHandle<Namespace>,
 ) -> impl futures::Stream<Item = Arc<Namespace>> + Send {
-    let seen: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let mut seen = Seen::default();
     handle.filter_map(move |ns| {
-        let h = ns_hash(&ns);
-        let changed = seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(ns.name_any(), h)
-            != Some(h);
+        let changed = seen.changed(&ns.metadata, ns_hash(&ns));
         async move { changed.then_some(ns) }
     })
 }

@@ -29,15 +29,24 @@
 //! requeue-after that is still pending when a watch event arrives is merged into one entry (client-go
 //! would count a second add when the delay expires), and a due requeue is counted at the next scrape
 //! or queue event after its time passes rather than at the exact instant.
+//!
+//! A controller can leave its requeues to this queue instead of kube-runtime's scheduler
+//! ([`ControllerMetrics::requeues`]; the ExternalSecret controller does, as every ExternalSecret
+//! waits there for its refresh): the reconcile's `Action` then reaches kube-runtime as
+//! `await_change`, and the queue hands the object back to the controller when its time comes, so
+//! such a requeue is counted when it becomes due. One entry per object either way, with one
+//! shared namespace/name key where kube-runtime's scheduler keeps two full `ObjectRef`s.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
 use kube::Resource;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -46,6 +55,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use tokio::sync::Notify;
 use tracing::Instrument;
 
 use super::FloatGauge;
@@ -231,6 +241,8 @@ impl RuntimeMetrics {
         let cm = ControllerMetrics {
             name: Arc::from(name),
             queue: Arc::default(),
+            owns_requeues: Arc::default(),
+            wake: Arc::default(),
             failed: Arc::default(),
             s: Arc::new(Series {
                 results,
@@ -289,75 +301,94 @@ struct Pending {
     due: Instant,
     /// Whether it has been counted as added (it is due).
     added: bool,
+    /// Whether this queue, not kube-runtime's scheduler, holds the request (a requeue of a
+    /// controller that [owns its requeues](ControllerMetrics::requeues)): it must hand the object
+    /// to kube-runtime when it becomes due.
+    owned: bool,
 }
 
-/// The model of kube-runtime's scheduler and runner for one controller. Every operation is
-/// O(log n) in the objects waiting: with 10,000 ExternalSecrets each waiting for its refresh, a
-/// scan per reconcile would cost more than the reconcile.
+/// The namespace/name of an object in the queue, shared by its entries (one allocation).
+type Key = Arc<str>;
+
+/// The model of kube-runtime's scheduler and runner for one controller, and the holder of the
+/// requeues of a controller that owns them. Every operation is O(log n) in the objects waiting:
+/// with 10,000 ExternalSecrets each waiting for its refresh, a scan per reconcile would cost more
+/// than the reconcile.
 #[derive(Debug, Default)]
 struct Queue {
-    pending: HashMap<String, Pending>,
+    pending: HashMap<Key, Pending>,
     /// The pending requests not yet due (not added), by due time.
-    scheduled: BTreeSet<(Instant, String)>,
+    scheduled: BTreeSet<(Instant, Key)>,
     /// How many pending requests are due (added): the queue depth.
     due: usize,
     running: HashMap<u64, Instant>,
     next_token: u64,
+    /// Owned requests that became due, for [`ControllerMetrics::requeues`] to hand over.
+    ready: VecDeque<Key>,
 }
 
 impl Queue {
     /// Marks the request of `key` as due (added); true when it was not yet.
     fn add(&mut self, key: &str) -> bool {
-        let Some(p) = self.pending.get_mut(key) else {
+        let Some((k, p)) = self.pending.get_key_value(key) else {
             return false;
         };
         if p.added {
             return false;
         }
-        p.added = true;
-        let due = p.due;
-        self.scheduled.remove(&(due, key.to_string()));
+        let entry = (p.due, k.clone());
+        self.scheduled.remove(&entry);
+        if let Some(p) = self.pending.get_mut(key) {
+            p.added = true;
+        }
         self.due += 1;
         true
     }
 
     /// A request for `key` due at `at`; merged with a pending one (the earliest time wins).
-    fn request(&mut self, key: String, at: Instant) {
-        match self.pending.get_mut(&key) {
-            Some(p) if at < p.due => {
-                let old = p.due;
-                p.due = at;
-                if !p.added {
-                    self.scheduled.remove(&(old, key.clone()));
-                    self.scheduled.insert((at, key));
+    /// `owned`: this queue hands it over when due.
+    fn request(&mut self, key: &str, at: Instant, owned: bool) {
+        match self.pending.get_key_value(key) {
+            Some((k, p)) if at < p.due => {
+                let (k, old, added) = (k.clone(), p.due, p.added);
+                if !added {
+                    self.scheduled.remove(&(old, k.clone()));
+                    self.scheduled.insert((at, k.clone()));
+                }
+                if let Some(p) = self.pending.get_mut(&k) {
+                    p.due = at;
+                    p.owned |= owned;
                 }
             }
             Some(_) => {}
             None => {
+                let k: Key = Arc::from(key);
                 self.pending.insert(
-                    key.clone(),
+                    k.clone(),
                     Pending {
                         due: at,
                         added: false,
+                        owned,
                     },
                 );
-                self.scheduled.insert((at, key));
+                self.scheduled.insert((at, k));
             }
         }
     }
 
     /// Removes the request of `key`.
     fn remove(&mut self, key: &str) -> Option<Pending> {
-        let p = self.pending.remove(key)?;
+        let (k, p) = self.pending.remove_entry(key)?;
         if p.added {
             self.due -= 1;
         } else {
-            self.scheduled.remove(&(p.due, key.to_string()));
+            self.scheduled.remove(&(p.due, k));
         }
         Some(p)
     }
 
-    /// Marks the requests due by `now` as added, in due order; how many.
+    /// Marks the requests due by `now` as added, in due order (the owned ones become ready to
+    /// hand over); how many.
     fn add_due(&mut self, now: Instant) -> usize {
         let mut n = 0;
         while self.scheduled.first().is_some_and(|(due, _)| *due <= now) {
@@ -367,9 +398,27 @@ impl Queue {
                 p.added = true;
                 self.due += 1;
                 n += 1;
+                if p.owned {
+                    self.ready.push_back(key);
+                }
             }
         }
         n
+    }
+
+    /// The next owned request to hand over: due, and not started or forgotten meanwhile.
+    fn pop_ready(&mut self) -> Option<Key> {
+        while let Some(key) = self.ready.pop_front() {
+            if self.pending.get(&key).is_some_and(|p| p.added && p.owned) {
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// When the next scheduled request becomes due.
+    fn next_due(&self) -> Option<Instant> {
+        self.scheduled.first().map(|(t, _)| *t)
     }
 }
 
@@ -388,6 +437,10 @@ pub struct ControllerMetrics {
     name: Arc<str>,
     s: Arc<Series>,
     queue: Arc<Mutex<Queue>>,
+    /// Whether the queue holds this controller's requeues (see [`ControllerMetrics::requeues`]).
+    owns_requeues: Arc<AtomicBool>,
+    /// Woken when a requeue is scheduled or becomes ready.
+    wake: Arc<Notify>,
     /// The span of each failed reconcile, until its error policy runs in it.
     failed: Arc<Mutex<HashMap<String, tracing::Span>>>,
 }
@@ -423,6 +476,33 @@ fn obj_key<K: Resource>(o: &K) -> String {
     )
 }
 
+/// The object a requeue hands over: only its name and namespace (from its queue key).
+fn requeued_meta<K: Resource>(key: &str) -> PartialObjectMeta<K> {
+    let (namespace, name) = match key.split_once('/') {
+        Some((ns, name)) => (Some(ns.to_string()), name),
+        None => (None, key),
+    };
+    PartialObjectMeta {
+        types: None,
+        metadata: kube::core::ObjectMeta {
+            name: Some(name.to_string()),
+            namespace,
+            ..Default::default()
+        },
+        _phantom: std::marker::PhantomData,
+    }
+}
+
+/// The `watches_stream` mapper of [`ControllerMetrics::requeues`]: the object to reconcile.
+pub fn requeued<K: Resource<DynamicType = ()>>(m: PartialObjectMeta<K>) -> Option<ObjectRef<K>> {
+    let name = m.metadata.name?;
+    let r = ObjectRef::new(&name);
+    Some(match m.metadata.namespace {
+        Some(ns) => r.within(&ns),
+        None => r,
+    })
+}
+
 impl ControllerMetrics {
     /// The controller's name.
     pub fn name(&self) -> &str {
@@ -436,7 +516,7 @@ impl ControllerMetrics {
     /// An object became due at `now` (a trigger).
     pub fn enqueue_at(&self, key: String, now: Instant) {
         let mut q = self.lock();
-        q.request(key.clone(), now);
+        q.request(&key, now, false);
         if q.add(&key) {
             self.s.adds.inc();
         }
@@ -444,18 +524,71 @@ impl ControllerMetrics {
     }
 
     /// A reconcile is requested for `at` (a requeue); merged with a pending request, as
-    /// kube-runtime's scheduler keeps the earliest.
-    fn schedule_at(&self, key: String, at: Instant, now: Instant) {
+    /// kube-runtime's scheduler keeps the earliest. `owned`: this queue holds it.
+    fn schedule_at(&self, key: &str, at: Instant, now: Instant, owned: bool) {
         let mut q = self.lock();
-        q.request(key, at);
+        q.request(key, at, owned);
         self.promote(&mut q, now);
+        if owned {
+            self.wake.notify_one();
+        }
     }
 
     /// Counts the requests whose time has come.
     fn promote(&self, q: &mut Queue, now: Instant) {
+        let ready = q.ready.len();
         let added = q.add_due(now);
         self.s.adds.inc_by(added as u64);
         self.set_depth(q);
+        if q.ready.len() > ready {
+            self.wake.notify_one();
+        }
+    }
+
+    fn owns_requeues(&self) -> bool {
+        self.owns_requeues.load(Ordering::Relaxed)
+    }
+
+    /// Makes this queue, not kube-runtime's scheduler, hold the controller's requeues, and
+    /// returns the stream that hands each object over when its time comes (give it to the
+    /// controller with `watches_stream` and [`requeued`]). A reconcile that asks for a requeue
+    /// then returns `Action::await_change()` to kube-runtime.
+    ///
+    /// kube-runtime's scheduler keeps two copies of an `ObjectRef` (name, namespace,
+    /// resourceVersion and uid strings) per requeued object; with 10,000 ExternalSecrets each
+    /// waiting for its refresh, that is most of the controller's memory besides its caches. This
+    /// queue already keeps every pending request for the workqueue metrics, in one shared key.
+    pub fn requeues<K>(
+        &self,
+    ) -> impl Stream<Item = Result<PartialObjectMeta<K>, kube::runtime::watcher::Error>> + Send + use<K>
+    where
+        K: Resource + Send + 'static,
+    {
+        self.owns_requeues.store(true, Ordering::Relaxed);
+        futures::stream::unfold(self.clone(), |m| async move {
+            loop {
+                let notify = m.wake.clone();
+                let wake = notify.notified();
+                let (ready, next) = {
+                    let mut q = m.lock();
+                    m.promote(&mut q, Instant::now());
+                    (q.pop_ready(), q.next_due())
+                };
+                if let Some(key) = ready {
+                    return Some((Ok(requeued_meta(&key)), m));
+                }
+                match next {
+                    Some(t) => {
+                        let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(t));
+                        tokio::select! {
+                            () = sleep => {}
+                            () = wake => {}
+                        }
+                    }
+                    None => wake.await,
+                }
+            }
+        })
     }
 
     fn set_depth(&self, q: &Queue) {
@@ -509,7 +642,7 @@ impl ControllerMetrics {
                 1
             }
             Outcome::Done(Some(after)) => {
-                self.schedule_at(key.to_string(), now + after, now);
+                self.schedule_at(key, now + after, now, self.owns_requeues());
                 3
             }
         };
@@ -521,7 +654,7 @@ impl ControllerMetrics {
     pub fn retry_at(&self, key: &str, after: Option<Duration>, now: Instant) {
         if let Some(after) = after {
             self.s.retries.inc();
-            self.schedule_at(key.to_string(), now + after, now);
+            self.schedule_at(key, now + after, now, false);
         }
     }
 
@@ -624,7 +757,13 @@ impl ControllerMetrics {
                     }
                 };
                 m.finish_at(token, &key, outcome, Instant::now());
-                res
+                match res {
+                    // The queue holds the requeue (see `requeues`).
+                    Ok(a) if m.owns_requeues() && requeue_after(&a).is_some() => {
+                        Ok(Action::await_change())
+                    }
+                    res => res,
+                }
             }
             .instrument(span)
             .boxed()
@@ -709,6 +848,84 @@ mod tests {
             text.lines().any(|l| l == line),
             "missing {line:?} in\n{text}"
         );
+    }
+
+    fn config_map(ns: &str, name: &str) -> Arc<k8s_openapi::api::core::v1::ConfigMap> {
+        let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.namespace = Some(ns.into());
+        Arc::new(cm)
+    }
+
+    #[tokio::test]
+    async fn an_owned_requeue_is_handed_to_the_controller_when_due() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let mut reg = Registry::default();
+        let m = RuntimeMetrics::register(&mut reg);
+        let c = m.controller("externalsecret", 1);
+        let mut requeues = Box::pin(c.requeues::<ConfigMap>());
+        let mut reconcile = c.reconciler(|_: Arc<ConfigMap>, _: Arc<()>| async {
+            Ok::<_, std::convert::Infallible>(Action::requeue(Duration::from_millis(50)))
+        });
+        // kube-runtime is told to wait for a change: the queue holds the requeue.
+        let action = reconcile(config_map("ns", "a"), Arc::new(())).await;
+        assert_eq!(action, Ok(Action::await_change()));
+        assert_eq!(c.s.results[3].get(), 1, "still counted as requeue_after");
+        let handed = tokio::time::timeout(Duration::from_secs(30), requeues.next())
+            .await
+            .expect("the requeue is handed over")
+            .expect("the stream does not end")
+            .expect("no error");
+        assert_eq!(requeued(handed), Some(ObjectRef::new("a").within("ns")));
+        // It became due: counted as added (the first add is the first reconcile's, whose
+        // trigger the test did not show the model), waiting for its reconcile.
+        assert_eq!((c.s.adds.get(), c.s.depth.get()), (2, 1));
+        let t = c.start_at("ns/a", Instant::now());
+        assert_eq!(c.s.depth.get(), 0);
+        c.finish_at(t, "ns/a", Outcome::Done(None), Instant::now());
+    }
+
+    #[tokio::test]
+    async fn a_controller_that_does_not_own_its_requeues_leaves_them_to_kube_runtime() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let mut reg = Registry::default();
+        let m = RuntimeMetrics::register(&mut reg);
+        let c = m.controller("secretstore", 1);
+        let mut reconcile = c.reconciler(|_: Arc<ConfigMap>, _: Arc<()>| async {
+            Ok::<_, std::convert::Infallible>(Action::requeue(Duration::from_secs(60)))
+        });
+        let action = reconcile(config_map("ns", "a"), Arc::new(())).await;
+        assert_eq!(action, Ok(Action::requeue(Duration::from_secs(60))));
+        let mut q = c.lock();
+        assert!(q.pending.get("ns/a").is_some_and(|p| !p.owned));
+        q.add_due(Instant::now() + Duration::from_secs(61));
+        assert_eq!(q.pop_ready(), None);
+    }
+
+    #[test]
+    fn owned_requests_are_ready_in_due_order_unless_started_first() {
+        let mut q = Queue::default();
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        q.request("ns/c", t0 + s(30), true);
+        q.request("ns/a", t0 + s(10), true);
+        q.request("ns/b", t0 + s(20), true);
+        // A watch event makes b due now (a trigger kube-runtime sees itself).
+        q.request("ns/b", t0 + s(1), false);
+        assert!(q.add("ns/b"));
+        // A later owned request merges into the earlier one.
+        q.request("ns/a", t0 + s(40), true);
+        assert_eq!(q.add_due(t0 + s(5)), 0);
+        assert_eq!(q.pop_ready(), None);
+        assert_eq!(q.add_due(t0 + s(30)), 2);
+        assert_eq!(q.pop_ready().as_deref(), Some("ns/a"));
+        // c's reconcile started (another trigger) before the stream handed it over.
+        q.remove("ns/c");
+        assert_eq!(q.pop_ready(), None);
+        assert_eq!(q.next_due(), None);
+        // One key per object, shared by its entries.
+        assert_eq!(q.pending.len(), 2);
+        assert_eq!(q.scheduled.len(), 0);
     }
 
     #[test]
