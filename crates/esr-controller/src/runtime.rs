@@ -130,11 +130,50 @@ pub struct CachedStores {
     client: Client,
     ss: Store<SecretStore>,
     css: Store<ClusterSecretStore>,
+    infos: StoreInfos,
 }
 
 fn store_info<K: serde::Serialize>(obj: &K) -> esr_provider::Result<StoreInfo> {
     let v = serde_json::to_value(obj).map_err(|e| ProviderError::invalid(e.to_string()))?;
     StoreInfo::from_object(&v)
+}
+
+/// The [`StoreInfo`] of each cached store at its resourceVersion, made once per version: every
+/// reconcile of every ExternalSecret looks its store up, and making one serializes the whole
+/// store (a fake store may hold thousands of entries).
+#[derive(Clone, Default)]
+struct StoreInfos(Arc<Mutex<HashMap<(StoreKind, String, String), (String, Arc<StoreInfo>)>>>);
+
+impl StoreInfos {
+    /// The info of `obj` (a cached store of `kind`); `live` counts the stores now cached, to
+    /// drop the entries of deleted ones.
+    fn get<K: kube::Resource + serde::Serialize>(
+        &self,
+        kind: StoreKind,
+        obj: &K,
+        live: impl FnOnce() -> usize,
+    ) -> esr_provider::Result<Arc<StoreInfo>> {
+        let m = obj.meta();
+        let key = (
+            kind,
+            m.namespace.clone().unwrap_or_default(),
+            m.name.clone().unwrap_or_default(),
+        );
+        let version = m.resource_version.clone().unwrap_or_default();
+        let mut infos = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, info)) = infos.get(&key)
+            && !version.is_empty()
+            && *v == version
+        {
+            return Ok(info.clone());
+        }
+        let info = Arc::new(store_info(obj)?);
+        if infos.len() >= 2 * live() + 16 {
+            infos.clear();
+        }
+        infos.insert(key, (version, info.clone()));
+        Ok(info)
+    }
 }
 
 #[async_trait]
@@ -145,10 +184,11 @@ impl StoreLookup for CachedStores {
         namespace: &str,
         name: &str,
     ) -> esr_provider::Result<Option<Arc<StoreInfo>>> {
+        let live = || self.ss.len() + self.css.len();
         match kind {
             StoreKind::SecretStore => {
                 if let Some(s) = self.ss.get(&ObjectRef::new(name).within(namespace)) {
-                    return store_info(&*s).map(|s| Some(Arc::new(s)));
+                    return self.infos.get(kind, &*s, live).map(Some);
                 }
                 let api: Api<SecretStore> = Api::namespaced(self.client.clone(), namespace);
                 match api
@@ -162,7 +202,7 @@ impl StoreLookup for CachedStores {
             }
             StoreKind::ClusterSecretStore => {
                 if let Some(s) = self.css.get(&ObjectRef::new(name)) {
-                    return store_info(&*s).map(|s| Some(Arc::new(s)));
+                    return self.infos.get(kind, &*s, live).map(Some);
                 }
                 let api: Api<ClusterSecretStore> = Api::all(self.client.clone());
                 match api
@@ -504,6 +544,7 @@ impl Runtime {
                 client: client.clone(),
                 ss: ss_reader.clone(),
                 css: css_reader.clone(),
+                infos: StoreInfos::default(),
             },
             render_pool: RenderPool::new(config.render_workers),
             store_gate: Arc::new(StoreGate::new(config.store_limits)),
@@ -722,6 +763,35 @@ mod tests {
         }
         writer.apply_watcher_event(&Event::InitDone);
         reader
+    }
+
+    #[test]
+    fn a_store_info_is_made_once_per_resource_version() {
+        let store = |name: &str, version: &str| -> ClusterSecretStore {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "external-secrets.io/v1", "kind": "ClusterSecretStore",
+                "metadata": {"name": name, "resourceVersion": version},
+                "spec": {"provider": {"fake": {"data": [{"key": "k", "value": "v"}]}}}
+            }))
+            .unwrap()
+        };
+        let infos = StoreInfos::default();
+        let kind = StoreKind::ClusterSecretStore;
+        let a = infos.get(kind, &store("fake", "1"), || 1).unwrap();
+        let again = infos.get(kind, &store("fake", "1"), || 1).unwrap();
+        assert!(
+            Arc::ptr_eq(&a, &again),
+            "the same version is not made again"
+        );
+        let changed = infos.get(kind, &store("fake", "2"), || 1).unwrap();
+        assert!(!Arc::ptr_eq(&a, &changed), "a new version is made anew");
+        // Entries of stores no longer cached do not pile up.
+        for i in 0..100 {
+            infos
+                .get(kind, &store(&format!("gone-{i}"), "1"), || 1)
+                .unwrap();
+        }
+        assert!(infos.0.lock().unwrap().len() <= 2 + 16);
     }
 
     #[test]

@@ -38,10 +38,12 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::Client;
+use kube::api::{Patch, PostParams};
 use tokio::sync::{Notify, mpsc};
 use tracing::debug;
+
+use crate::common::writes;
 
 /// How long after its last occurrence an event can still be counted in its series.
 pub const SERIES_TTL: Duration = Duration::from_secs(6 * 60);
@@ -266,13 +268,12 @@ impl Writer {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".to_string());
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        let (client, namespace) = (&self.client, Some(ns.as_str()));
         if let Some((name, count)) = series {
             let patch = serde_json::json!({
                 "series": EventSeries { count, last_observed_time: MicroTime(now) }
             });
-            match api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            match writes::patch::<Event, _>(client, namespace, &name, None, &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => return,
@@ -286,7 +287,7 @@ impl Writer {
         }
         let event = self.event(&q, now);
         let name = event.metadata.name.clone().unwrap_or_default();
-        match api.create(&PostParams::default(), &event).await {
+        match writes::create(client, namespace, &PostParams::default(), &event).await {
             Ok(_) => {
                 let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
                 cache.prune(now);
@@ -367,6 +368,7 @@ pub fn kube_error_text(e: &kube::Error) -> String {
 mod tests {
     use super::*;
     use esr_testkit::TestServer;
+    use kube::Api;
     use kube::api::ListParams;
 
     fn reference(name: &str) -> ObjectReference {

@@ -8,3 +8,4 @@ pub mod ratelimit;
 pub mod refresh;
 pub mod rollout;
 pub mod storegate;
+pub mod writes;

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use esr_api::v1::ExternalSecret;
 use esr_provider::ResolveOptions;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
@@ -16,6 +16,7 @@ use tracing::{debug, info, warn};
 
 use crate::common::events::kube_error_text;
 use crate::common::refresh::{self, Requeue};
+use crate::common::writes;
 use crate::externalsecret::convert::{es_view, status_json, status_view};
 use crate::externalsecret::fetch::{FetchEnv, Fetched, Transforms, fetch, referenced_stores};
 use crate::externalsecret::offload::{PlanJob, plan_on_pool, unchanged_steps_on_pool};
@@ -140,14 +141,16 @@ fn publish(ctx: &Context, es: &ExternalSecret, ev: &EventRec) {
 
 async fn write_status(
     ctx: &Context,
-    api: &Api<ExternalSecret>,
     es: &ExternalSecret,
     st: &EsStatus,
 ) -> Result<(), kube::Error> {
     let patch = serde_json::json!({ "status": status_json(st) });
-    api.patch_status(
+    let ns = es.namespace();
+    writes::patch::<ExternalSecret, _>(
+        &ctx.client,
+        ns.as_deref(),
         &es.name_any(),
-        &PatchParams::default(),
+        Some("status"),
         &Patch::Merge(&patch),
     )
     .await?;
@@ -282,7 +285,6 @@ async fn reconcile_es_inner(es: &Arc<ExternalSecret>, ctx: &Context) -> Result<A
 struct Executor<'a> {
     es: &'a ExternalSecret,
     ctx: &'a Context,
-    api: Api<ExternalSecret>,
     secrets: Api<Secret>,
     view: EsView,
     start: DateTime<Utc>,
@@ -296,7 +298,6 @@ impl<'a> Executor<'a> {
         Executor {
             es,
             ctx,
-            api: Api::namespaced(ctx.client.clone(), &ns),
             secrets: Api::namespaced(ctx.client.clone(), &ns),
             view,
             start: now_seconds(),
@@ -462,10 +463,13 @@ impl<'a> Executor<'a> {
                     ..Default::default()
                 };
                 let key = (view.namespace.clone(), view.target_name.clone());
+                let (client, ns) = (&ctx.client, Some(view.namespace.as_str()));
                 let written = match w {
                     SecretWrite::None => return Ok(()),
-                    SecretWrite::Create(s) => self.secrets.create(&pp, s).await,
-                    SecretWrite::Update(s) => self.secrets.replace(&view.target_name, &pp, s).await,
+                    SecretWrite::Create(s) => writes::create(client, ns, &pp, &**s).await,
+                    SecretWrite::Update(s) => {
+                        writes::replace(client, ns, &view.target_name, &pp, &**s).await
+                    }
                     SecretWrite::Delete(n) => {
                         ctx.remember_target(key, None);
                         return self.delete(n).await.map(|_| ());
@@ -473,16 +477,19 @@ impl<'a> Executor<'a> {
                 };
                 // A failed write (e.g. a Secret this controller has not seen already exists)
                 // makes the next reconcile read the target (a remembered but unverified target).
-                let known = match &written {
-                    Ok(s) => VerifiedTarget::of(s),
-                    Err(_) => Some(VerifiedTarget {
-                        resource_version: String::new(),
-                        type_: String::new(),
-                        immutable: false,
-                    }),
+                let (known, result) = match written {
+                    Ok(w) => (VerifiedTarget::of(&w.into_secret()), Ok(())),
+                    Err(e) => {
+                        let unverified = VerifiedTarget {
+                            resource_version: String::new(),
+                            type_: String::new(),
+                            immutable: false,
+                        };
+                        (Some(unverified), Err(e))
+                    }
                 };
                 ctx.remember_target(key, known);
-                written.map(|_| ())
+                result
             }
             Step::Rollout(hash) => {
                 ctx.rollouts
@@ -490,7 +497,7 @@ impl<'a> Executor<'a> {
                     .await;
                 Ok(())
             }
-            Step::Status(st) => write_status(ctx, &self.api, self.es, st).await,
+            Step::Status(st) => write_status(ctx, self.es, st).await,
             Step::ReadyMetric(status) => {
                 let m = &ctx.metrics.es_condition;
                 Metrics::set_condition(m, &view.name, &view.namespace, "Ready", status);
@@ -500,9 +507,9 @@ impl<'a> Executor<'a> {
     }
 
     async fn patch(&self, patch: &serde_json::Value) -> Result<(), kube::Error> {
-        let pp = PatchParams::default();
-        self.api
-            .patch(&self.view.name, &pp, &Patch::Merge(patch))
+        let ns = Some(self.view.namespace.as_str());
+        let patch = Patch::Merge(patch);
+        writes::patch::<ExternalSecret, _>(&self.ctx.client, ns, &self.view.name, None, &patch)
             .await
             .map(|_| ())
     }
