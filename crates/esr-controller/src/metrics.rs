@@ -27,8 +27,9 @@ pub mod controller;
 pub mod process;
 pub mod rest;
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use esr_provider::{CallRecorder, CallStatus};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
@@ -38,22 +39,44 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
-/// `name, namespace`.
+/// `name, namespace`. The strings are shared: every series of one object, and every object of one
+/// namespace, hold the same allocation (see [`Metrics::resource`]).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabels {
     /// Resource name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Resource namespace ("" for cluster-scoped).
-    pub namespace: String,
+    pub namespace: Arc<str>,
+}
+
+impl ResourceLabels {
+    /// The labels of one condition status series of this resource.
+    pub fn condition(&self, condition: &'static str, status: &'static str) -> ConditionLabels {
+        ConditionLabels {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            condition,
+            status,
+        }
+    }
+
+    /// The labels of one `externalsecret_sync_calls_error` series of this resource.
+    pub fn error(&self, reason: &'static str) -> ErrorLabels {
+        ErrorLabels {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            reason,
+        }
+    }
 }
 
 /// `name, namespace, condition, status`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ConditionLabels {
     /// Resource name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Resource namespace.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// Condition type (a constant: no string per series).
     pub condition: &'static str,
     /// `True`/`False`.
@@ -64,11 +87,34 @@ pub struct ConditionLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ErrorLabels {
     /// Resource name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Resource namespace.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// One of [`SYNC_ERROR_REASONS`].
-    pub reason: String,
+    pub reason: &'static str,
+}
+
+/// The label strings in use, one allocation each. Strings no series holds any more are dropped
+/// whenever the set has doubled since the last sweep.
+#[derive(Debug, Default)]
+struct Interner {
+    strings: HashSet<Arc<str>>,
+    sweep_at: usize,
+}
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.strings.get(s) {
+            return a.clone();
+        }
+        if self.strings.len() >= self.sweep_at.max(1024) {
+            self.strings.retain(|a| Arc::strong_count(a) > 1);
+            self.sweep_at = 2 * self.strings.len();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.strings.insert(a.clone());
+        a
+    }
 }
 
 /// Every value of the `reason` label of `externalsecret_sync_calls_error`.
@@ -136,6 +182,7 @@ pub(crate) type FloatGauge = Gauge<f64, AtomicU64>;
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
+    labels: Arc<Mutex<Interner>>,
     /// `externalsecret_sync_calls_total`.
     pub sync_calls: Family<ResourceLabels, Counter>,
     /// `externalsecret_sync_calls_error` (with a `reason` label).
@@ -204,6 +251,7 @@ impl Metrics {
         registry.register_collector(Box::new(process::ProcessCollector));
         let m = Metrics {
             registry: Arc::new(Registry::default()),
+            labels: Arc::default(),
             sync_calls: Family::default(),
             sync_calls_error: Family::default(),
             es_condition: Family::default(),
@@ -309,11 +357,20 @@ impl Metrics {
         out
     }
 
-    /// Sets a condition gauge pair: `status` gets 1 and the opposite status 0 (ESO behaviour).
+    /// The `name, namespace` labels of a resource, with shared strings.
+    pub fn resource(&self, name: &str, namespace: &str) -> ResourceLabels {
+        let mut i = self.labels.lock().unwrap_or_else(|p| p.into_inner());
+        ResourceLabels {
+            name: i.get(name),
+            namespace: i.get(namespace),
+        }
+    }
+
+    /// Sets a condition gauge pair of `resource`: `status` gets 1 and the opposite status 0 (ESO
+    /// behaviour).
     pub fn set_condition(
         family: &Family<ConditionLabels, FloatGauge>,
-        name: &str,
-        namespace: &str,
+        resource: &ResourceLabels,
         condition: &'static str,
         status: &str,
     ) {
@@ -321,14 +378,12 @@ impl Metrics {
             "True" => ("True", "False"),
             _ => ("False", "True"),
         };
-        let l = |s: &'static str| ConditionLabels {
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-            condition,
-            status: s,
-        };
-        family.get_or_create(&l(on)).set(1.0);
-        family.get_or_create(&l(off)).set(0.0);
+        family
+            .get_or_create(&resource.condition(condition, on))
+            .set(1.0);
+        family
+            .get_or_create(&resource.condition(condition, off))
+            .set(0.0);
     }
 
     fn families(
@@ -356,72 +411,40 @@ impl Metrics {
         ready: Option<bool>,
     ) {
         let (cond, dur) = self.families(kind);
-        dur.get_or_create(&ResourceLabels {
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-        })
-        .set(took.as_nanos() as f64);
-        if let Some(r) = ready {
-            Metrics::set_condition(
-                cond,
-                name,
-                namespace,
-                "Ready",
-                if r { "True" } else { "False" },
-            );
+        let r = self.resource(name, namespace);
+        dur.get_or_create(&r).set(took.as_nanos() as f64);
+        if let Some(ready) = ready {
+            Metrics::set_condition(cond, &r, "Ready", if ready { "True" } else { "False" });
         }
     }
 
     /// Removes the series of a deleted CES / PushSecret / ClusterPushSecret.
     pub fn forget_observed(&self, kind: Observed, name: &str, namespace: &str) {
         let (cond, dur) = self.families(kind);
-        dur.remove(&ResourceLabels {
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-        });
+        let r = self.resource(name, namespace);
+        dur.remove(&r);
         for s in ["True", "False"] {
-            cond.remove(&ConditionLabels {
-                name: name.to_string(),
-                namespace: namespace.to_string(),
-                condition: "Ready",
-                status: s,
-            });
+            cond.remove(&r.condition("Ready", s));
         }
     }
 
     /// Counts a failed ExternalSecret reconcile; `reason` is one of [`SYNC_ERROR_REASONS`].
-    pub fn sync_error(&self, name: &str, namespace: &str, reason: &str) {
+    pub fn sync_error(&self, name: &str, namespace: &str, reason: &'static str) {
         self.sync_calls_error
-            .get_or_create(&ErrorLabels {
-                name: name.to_string(),
-                namespace: namespace.to_string(),
-                reason: reason.to_string(),
-            })
+            .get_or_create(&self.resource(name, namespace).error(reason))
             .inc();
     }
 
     /// Removes every series of a deleted resource.
     pub fn forget(&self, name: &str, namespace: &str) {
-        let r = ResourceLabels {
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-        };
+        let r = self.resource(name, namespace);
         self.sync_calls.remove(&r);
         for reason in SYNC_ERROR_REASONS {
-            self.sync_calls_error.remove(&ErrorLabels {
-                name: name.to_string(),
-                namespace: namespace.to_string(),
-                reason: reason.to_string(),
-            });
+            self.sync_calls_error.remove(&r.error(reason));
         }
         self.es_duration.remove(&r);
         for s in ["True", "False"] {
-            self.es_condition.remove(&ConditionLabels {
-                name: name.to_string(),
-                namespace: namespace.to_string(),
-                condition: "Ready",
-                status: s,
-            });
+            self.es_condition.remove(&r.condition("Ready", s));
         }
     }
 }
@@ -443,16 +466,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn label_strings_are_shared_and_dropped_with_their_series() {
+        let m = Metrics::new();
+        let a = m.resource("db", "app");
+        let b = m.resource("db", "app");
+        assert!(Arc::ptr_eq(&a.name, &b.name) && Arc::ptr_eq(&a.namespace, &b.namespace));
+        let other = m.resource("cache", "app");
+        assert!(Arc::ptr_eq(&a.namespace, &other.namespace));
+        Metrics::set_condition(&m.es_condition, &a, "Ready", "True");
+        drop((a, b, other));
+        // Strings no series holds go at a sweep; the series' strings stay.
+        for i in 0..5000 {
+            drop(m.resource(&format!("es-{i}"), "app"));
+        }
+        let i = m.labels.lock().unwrap();
+        assert!(i.strings.len() <= 1024, "{}", i.strings.len());
+        assert!(i.strings.contains("db"), "held by the condition series");
+        assert!(!i.strings.contains("cache"), "held by nothing");
+    }
+
+    #[test]
     fn names_match_eso() {
         let m = Metrics::new();
-        let r = ResourceLabels {
-            name: "db".into(),
-            namespace: "app".into(),
-        };
+        let r = m.resource("db", "app");
         m.sync_calls.get_or_create(&r).inc();
         m.sync_error("db", "app", "throttled");
         m.es_duration.get_or_create(&r).set(1500.0);
-        Metrics::set_condition(&m.es_condition, "db", "app", "Ready", "True");
+        Metrics::set_condition(&m.es_condition, &r, "Ready", "True");
         m.record("Kubernetes", "GetSecret", CallStatus::Success);
         let text = m.encode();
         assert!(

@@ -142,7 +142,13 @@ fn store_info<K: serde::Serialize>(obj: &K) -> esr_provider::Result<StoreInfo> {
 /// reconcile of every ExternalSecret looks its store up, and making one serializes the whole
 /// store (a fake store may hold thousands of entries).
 #[derive(Clone, Default)]
-struct StoreInfos(Arc<Mutex<HashMap<(StoreKind, String, String), (String, Arc<StoreInfo>)>>>);
+struct StoreInfos(Arc<Mutex<HashMap<StoreKey, Versioned>>>);
+
+/// A store's kind, namespace and name.
+type StoreKey = (StoreKind, String, String);
+
+/// A store's resourceVersion and the info made of it.
+type Versioned = (String, Arc<StoreInfo>);
 
 impl StoreInfos {
     /// The info of `obj` (a cached store of `kind`); `live` counts the stores now cached, to

@@ -26,7 +26,7 @@ use crate::externalsecret::plan::{
 };
 use crate::externalsecret::target::{Target, VerifiedTarget};
 use crate::externalsecret::template::load_sources;
-use crate::metrics::{Metrics, ResourceLabels};
+use crate::metrics::Metrics;
 pub use crate::runtime::{Context, Error};
 
 /// The ExternalSecret controller's use of the shared [`Context`].
@@ -193,10 +193,7 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
     let started = Instant::now();
     let name = es.name_any();
     let ns = es.namespace().unwrap_or_default();
-    let labels = ResourceLabels {
-        name: name.clone(),
-        namespace: ns.clone(),
-    };
+    let labels = ctx.metrics.resource(&name, &ns);
     ctx.metrics.sync_calls.get_or_create(&labels).inc();
     let result = reconcile_es_inner(&es, &ctx).await;
     ctx.metrics
@@ -500,7 +497,8 @@ impl<'a> Executor<'a> {
             Step::Status(st) => write_status(ctx, self.es, st).await,
             Step::ReadyMetric(status) => {
                 let m = &ctx.metrics.es_condition;
-                Metrics::set_condition(m, &view.name, &view.namespace, "Ready", status);
+                let r = ctx.metrics.resource(&view.name, &view.namespace);
+                Metrics::set_condition(m, &r, "Ready", status);
                 Ok(())
             }
         }

@@ -312,12 +312,10 @@ pub async fn reconcile<K: StoreObject>(
             .await?;
     }
     let (cond_family, dur_family) = K::families(&ctx.metrics);
-    Metrics::set_condition(cond_family, &name, &ns, "Ready", outcome.status);
+    let r = ctx.metrics.resource(&name, &ns);
+    Metrics::set_condition(cond_family, &r, "Ready", outcome.status);
     dur_family
-        .get_or_create(&ResourceLabels {
-            name: name.clone(),
-            namespace: ns.clone(),
-        })
+        .get_or_create(&r)
         .set(started.elapsed().as_nanos() as f64);
     if outcome.retry {
         return Err(Error::Check(outcome.event.message));
