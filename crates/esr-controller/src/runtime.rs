@@ -347,40 +347,58 @@ pub fn target_of(es: &ExternalSecret) -> &str {
 /// those that no longer match. Recording is all it needs from the watch: deletions need no event.
 /// Keys of objects deleted since are dropped by a sweep whenever the index has doubled since the
 /// last one, so it stays proportional to the cache under create/delete churn.
+///
+/// A key is kept as a hash of (namespace, value), and each name with its namespace in one string:
+/// two keys whose hashes collide share a slot, and since every candidate is re-checked against the
+/// cache, a collision costs a spare check, never a wrong answer.
 #[derive(Clone, Default)]
 pub struct NameIndex(Arc<Mutex<NameMap>>);
 
-/// (namespace, key value) → names, and the size at which the next sweep runs.
+/// Hash of (namespace, key value) → "namespace/name" of each object recorded under it, and the
+/// size at which the next sweep runs.
 #[derive(Default)]
 struct NameMap {
-    names: HashMap<(String, String), Vec<String>>,
+    names: HashMap<u64, Vec<Box<str>>>,
     sweep_at: usize,
 }
 
 /// The smallest index that is swept.
 const SWEEP_MIN: usize = 1024;
 
+/// The slot of (`namespace`, key `value`).
+fn slot(namespace: &str, value: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (namespace, value).hash(&mut h);
+    h.finish()
+}
+
+fn entry(namespace: &str, name: &str) -> Box<str> {
+    format!("{namespace}/{name}").into_boxed_str()
+}
+
 impl NameIndex {
-    /// Records `name` (in `namespace`) under `key`; `current(namespace, key, name)` tells whether
-    /// a recorded name still holds, for the sweep.
+    /// Records `name` (in `namespace`) under `key`; `current(namespace, name)` tells the key an
+    /// object recorded now has (`None`: gone), for the sweep.
     pub fn insert(
         &self,
         namespace: &str,
         key: &str,
         name: &str,
-        mut current: impl FnMut(&str, &str, &str) -> bool,
+        mut current: impl FnMut(&str, &str) -> Option<u64>,
     ) {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let names = m
-            .names
-            .entry((namespace.to_string(), key.to_string()))
-            .or_default();
-        if !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
+        let e = entry(namespace, name);
+        let names = m.names.entry(slot(namespace, key)).or_default();
+        if !names.contains(&e) {
+            names.push(e);
+            names.shrink_to_fit();
         }
         if m.names.len() >= m.sweep_at.max(SWEEP_MIN) {
-            m.names.retain(|(ns, k), names| {
-                names.retain(|n| current(ns, k, n));
+            m.names.retain(|slot, names| {
+                names.retain(|e| {
+                    e.split_once('/')
+                        .is_some_and(|(ns, n)| current(ns, n) == Some(*slot))
+                });
                 !names.is_empty()
             });
             m.sweep_at = 2 * m.names.len();
@@ -402,12 +420,23 @@ impl NameIndex {
         mut current: impl FnMut(&str) -> bool,
     ) -> Vec<String> {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let k = (namespace.to_string(), key.to_string());
+        let k = slot(namespace, key);
         let Some(names) = m.names.get_mut(&k) else {
             return Vec::new();
         };
-        names.retain(|n| current(n));
-        let out = names.clone();
+        let mut out = Vec::new();
+        names.retain(|e| match e.split_once('/') {
+            Some((ns, n)) if ns == namespace => {
+                let keep = current(n);
+                if keep {
+                    out.push(n.to_string());
+                }
+                keep
+            }
+            // Another namespace's key in the same slot: kept for its own lookups.
+            Some(_) => true,
+            None => false,
+        });
         if names.is_empty() {
             m.names.remove(&k);
         }
@@ -425,10 +454,10 @@ impl TargetIndex {
     pub fn insert(&self, es: &ExternalSecret, store: &Store<ExternalSecret>) {
         if let (Some(ns), Some(name)) = (es.metadata.namespace.as_ref(), es.metadata.name.as_ref())
         {
-            self.0.insert(ns, target_of(es), name, |ns, secret, n| {
+            self.0.insert(ns, target_of(es), name, |ns, n| {
                 store
                     .get(&ObjectRef::new(n).within(ns))
-                    .is_some_and(|es| target_of(&es) == secret)
+                    .map(|es| slot(ns, target_of(&es)))
             });
         }
     }
@@ -463,10 +492,10 @@ impl OwnerIndex {
         if let (Some(ns), Some(name), Some(owner)) =
             (m.namespace.as_deref(), m.name.as_deref(), owner_label(s))
         {
-            self.0.insert(ns, owner, name, |ns, owner, n| {
+            self.0.insert(ns, owner, name, |ns, n| {
                 cache
                     .get(&ObjectRef::new(n).within(ns))
-                    .is_some_and(|s| owner_label(&s) == Some(owner))
+                    .and_then(|s| owner_label(&s).map(|o| slot(ns, o)))
             });
         }
     }
@@ -878,20 +907,42 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_shared_by_two_keys_answers_each_with_its_own_names() {
+        let index = NameIndex::default();
+        index.insert("a", "db", "es-a", |_, _| None);
+        // Another namespace's name in the same slot, as a hash collision would put it.
+        index
+            .0
+            .lock()
+            .unwrap()
+            .names
+            .entry(slot("a", "db"))
+            .or_default()
+            .push(entry("b", "es-b"));
+        assert_eq!(index.lookup("a", "db", |_| true), vec!["es-a".to_string()]);
+        // A candidate that no longer holds is dropped; the other namespace's name stays.
+        assert!(index.lookup("a", "db", |_| false).is_empty());
+        let names = index.0.lock().unwrap().names[&slot("a", "db")].clone();
+        assert_eq!(names, vec![entry("b", "es-b")]);
+    }
+
+    #[test]
     fn the_name_index_sweeps_names_no_longer_current_when_it_doubles() {
         let index = NameIndex::default();
         // Names of deleted objects: never looked up again, dropped by the sweep.
         for i in 0..SWEEP_MIN - 1 {
-            index.insert("ns", &format!("gone-{i}"), "x", |_, _, _| false);
+            index.insert("ns", &format!("gone-{i}"), "x", |_, _| None);
         }
         assert_eq!(index.len(), SWEEP_MIN - 1);
         // The insert that reaches the sweep size keeps only what is current.
-        index.insert("ns", "live", "y", |_, k, _| k == "live");
+        index.insert("ns", "live", "y", |ns, n| {
+            (n == "y").then(|| slot(ns, "live"))
+        });
         assert_eq!(index.len(), 1);
         assert_eq!(index.lookup("ns", "live", |_| true), vec!["y".to_string()]);
         // The next sweep waits until the index has doubled again (here: the minimum size).
         for i in 0..10 {
-            index.insert("ns", &format!("more-{i}"), "z", |_, _, _| false);
+            index.insert("ns", &format!("more-{i}"), "z", |_, _| None);
         }
         assert_eq!(index.len(), 11);
     }
