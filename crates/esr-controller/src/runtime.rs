@@ -277,8 +277,10 @@ pub struct Context {
     pub(crate) written: Mutex<HashMap<String, EsStatus>>,
     /// What this controller knows of each target Secret (namespace, name) it wrote or read with
     /// data matching the data-hash annotation, so an unchanged Secret is not read again
-    /// (forgotten with its ExternalSecret).
-    pub(crate) verified: Mutex<HashMap<(String, String), VerifiedTarget>>,
+    /// (forgotten with its ExternalSecret). Keyed by a hash of (namespace, name): two Secrets
+    /// whose keys collide cannot be taken for each other, as a target counts as verified only
+    /// while the cache shows the very resourceVersion remembered, and no two objects share one.
+    pub(crate) verified: Mutex<HashMap<u64, VerifiedTarget>>,
 }
 
 impl Context {

@@ -35,7 +35,9 @@ pub const DEFER_LIMIT: Duration = Duration::from_secs(30);
 #[derive(Debug, Default)]
 pub struct FirstSyncs {
     cache: OnceLock<Store<ExternalSecret>>,
-    attempted: Mutex<HashSet<String>>,
+    /// Hashes of the uids reconciled (a collision at worst leaves one ExternalSecret out of the
+    /// backlog count, a heuristic).
+    attempted: Mutex<HashSet<u64>>,
     /// When each ExternalSecret put back now was first put back (removed when it runs).
     deferred: Mutex<HashMap<String, Instant>>,
     backlog: Mutex<Option<(Instant, usize)>>,
@@ -57,18 +59,27 @@ pub fn is_served(es: &ExternalSecret) -> bool {
 /// `attempted` the uids no longer cached.
 pub fn count_backlog<'a>(
     cached: impl Iterator<Item = (&'a str, bool)>,
-    attempted: &mut HashSet<String>,
+    attempted: &mut HashSet<u64>,
 ) -> usize {
     let mut present = HashSet::new();
     let mut waiting = 0;
     for (uid, served) in cached {
-        if !served && !attempted.contains(uid) {
+        let uid = uid_key(uid);
+        if !served && !attempted.contains(&uid) {
             waiting += 1;
         }
         present.insert(uid);
     }
-    attempted.retain(|u| present.contains(u.as_str()));
+    attempted.retain(|u| present.contains(u));
     waiting
+}
+
+/// What `attempted` keeps of a uid.
+fn uid_key(uid: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    uid.hash(&mut h);
+    h.finish()
 }
 
 impl FirstSyncs {
@@ -104,7 +115,7 @@ impl FirstSyncs {
             .attempted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(uid);
+            .insert(uid_key(&uid));
         if new && !is_served(es) {
             // One fewer waiting (until the next count; served ones were not counted).
             let mut b = self.backlog.lock().unwrap_or_else(|p| p.into_inner());
@@ -196,10 +207,10 @@ mod tests {
 
     #[test]
     fn backlog_counts_never_attempted_and_forgets_deleted() {
-        let mut attempted: HashSet<String> = ["a", "gone"].map(String::from).into();
+        let mut attempted: HashSet<u64> = ["a", "gone"].map(uid_key).into();
         let cached = [("a", false), ("b", false), ("c", false), ("synced", true)];
         assert_eq!(count_backlog(cached.into_iter(), &mut attempted), 2);
-        assert_eq!(attempted, ["a".to_string()].into());
+        assert_eq!(attempted, [uid_key("a")].into());
     }
 
     /// While an ExternalSecret waits for its first reconcile, served ones make way; first syncs

@@ -29,6 +29,14 @@ use crate::externalsecret::template::load_sources;
 use crate::metrics::Metrics;
 pub use crate::runtime::{Context, Error};
 
+/// The key of a target Secret (namespace, name) in `Context::verified`.
+fn target_key(key: &(String, String)) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
 /// The ExternalSecret controller's use of the shared [`Context`].
 impl Context {
     fn remember_status(&self, es: &ExternalSecret, st: &EsStatus) {
@@ -70,15 +78,15 @@ impl Context {
     /// What this controller last knew of the target Secret `key` (namespace, name).
     fn verified_target(&self, key: &(String, String)) -> Option<VerifiedTarget> {
         let v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        v.get(key).cloned()
+        v.get(&target_key(key)).cloned()
     }
 
     /// Remembers (`Some`) or forgets (`None`) what this controller knows of a target Secret.
     fn remember_target(&self, key: (String, String), known: Option<VerifiedTarget>) {
         let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
         match known {
-            Some(k) => v.insert(key, k),
-            None => v.remove(&key),
+            Some(k) => v.insert(target_key(&key), k),
+            None => v.remove(&target_key(&key)),
         };
     }
 
