@@ -22,7 +22,7 @@ use tracing::debug;
 
 use crate::common::events::{EventSink, Reporter};
 use crate::common::generators::Generators;
-use crate::common::observe::{Deletions, changed_objects};
+use crate::common::observe::{Deletions, changed_objects, digest};
 use crate::common::refresh;
 use crate::common::rollout::Rollouts;
 use crate::common::storegate::{StoreGate, StoreLimits};
@@ -307,9 +307,7 @@ fn es_trigger_hash(es: &ExternalSecret) -> u64 {
 /// A managed Secret passes on every change of its resourceVersion (a relist's unchanged copies
 /// are dropped).
 fn resource_version(s: &PartialObjectMeta<Secret>) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.metadata.resource_version.hash(&mut h);
-    h.finish()
+    digest(&s.metadata.resource_version)
 }
 
 fn ready_hash<K: serde::Serialize>(obj: &K) -> u64 {
@@ -369,9 +367,7 @@ const SWEEP_MIN: usize = 1024;
 
 /// The slot of (`namespace`, key `value`).
 fn slot(namespace: &str, value: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (namespace, value).hash(&mut h);
-    h.finish()
+    digest((namespace, value))
 }
 
 fn entry(namespace: &str, name: &str) -> Box<str> {
@@ -677,15 +673,19 @@ impl Runtime {
             .inspect({
                 let owners = ctx.owners.clone();
                 let cache = ctx.managed_secrets.clone();
-                move |ev| {
-                    if let Ok(
-                        watcher::Event::Apply(s)
-                        | watcher::Event::InitApply(s)
-                        | watcher::Event::Delete(s),
-                    ) = ev
-                    {
+                let forget = ctx.clone();
+                move |ev| match ev {
+                    Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s)) => {
                         owners.insert(s, &cache);
                     }
+                    Ok(watcher::Event::Delete(s)) => {
+                        owners.insert(s, &cache);
+                        let key = (s.namespace().unwrap_or_default(), s.name_any());
+                        forget.remember_target(key, None);
+                    }
+                    // A relist: Secrets deleted while the watch was away leave without an event.
+                    Ok(watcher::Event::Init) => forget.forget_targets(),
+                    _ => {}
                 }
             }),
             resource_version,

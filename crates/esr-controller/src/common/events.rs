@@ -287,7 +287,7 @@ impl Writer {
         }
         let event = self.event(&q, now);
         let name = event.metadata.name.clone().unwrap_or_default();
-        match writes::create(client, namespace, &PostParams::default(), &event).await {
+        match writes::put(client, namespace, None, &PostParams::default(), &event).await {
             Ok(_) => {
                 let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
                 cache.prune(now);

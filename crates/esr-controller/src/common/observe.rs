@@ -70,7 +70,9 @@ struct Entry {
     relist: u32,
 }
 
-fn digest(parts: impl Hash) -> u64 {
+/// A 64-bit hash of `parts` (the same in every run of esr), for in-memory keys and change
+/// detection only.
+pub(crate) fn digest(parts: impl Hash) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     parts.hash(&mut h);
     h.finish()

@@ -92,10 +92,11 @@ where
     client.request::<Written>(req).await
 }
 
-/// `Api::<K>::create`, reading [`Written`].
-pub async fn create<K>(
+/// `Api::<K>::create` (`name` `None`) or `Api::<K>::replace` of `name`, reading [`Written`].
+pub async fn put<K>(
     client: &Client,
     namespace: Option<&str>,
+    name: Option<&str>,
     pp: &PostParams,
     obj: &K,
 ) -> Result<Written, kube::Error>
@@ -103,27 +104,12 @@ where
     K: Resource<DynamicType = ()> + serde::Serialize,
 {
     let body = serde_json::to_vec(obj).map_err(kube::Error::SerdeError)?;
-    let req = request::<K>(namespace)
-        .create(pp, body)
-        .map_err(kube::Error::BuildRequest)?;
-    client.request::<Written>(req).await
-}
-
-/// `Api::<K>::replace`, reading [`Written`].
-pub async fn replace<K>(
-    client: &Client,
-    namespace: Option<&str>,
-    name: &str,
-    pp: &PostParams,
-    obj: &K,
-) -> Result<Written, kube::Error>
-where
-    K: Resource<DynamicType = ()> + serde::Serialize,
-{
-    let body = serde_json::to_vec(obj).map_err(kube::Error::SerdeError)?;
-    let req = request::<K>(namespace)
-        .replace(name, pp, body)
-        .map_err(kube::Error::BuildRequest)?;
+    let r = request::<K>(namespace);
+    let req = match name {
+        None => r.create(pp, body),
+        Some(name) => r.replace(name, pp, body),
+    }
+    .map_err(kube::Error::BuildRequest)?;
     client.request::<Written>(req).await
 }
 

@@ -76,10 +76,7 @@ pub fn count_backlog<'a>(
 
 /// What `attempted` keeps of a uid.
 fn uid_key(uid: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    uid.hash(&mut h);
-    h.finish()
+    crate::common::observe::digest(uid)
 }
 
 impl FirstSyncs {

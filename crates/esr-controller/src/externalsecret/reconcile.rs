@@ -24,17 +24,14 @@ use crate::externalsecret::plan::{
     self, Admission, CreationPolicy, Decision, End, EsStatus, EsView, EventRec, LABEL_OWNER,
     SecretWrite, Step, Steps,
 };
-use crate::externalsecret::target::{Target, VerifiedTarget};
+use crate::externalsecret::target::{self, Source, Target, VerifiedTarget};
 use crate::externalsecret::template::load_sources;
 use crate::metrics::Metrics;
 pub use crate::runtime::{Context, Error};
 
 /// The key of a target Secret (namespace, name) in `Context::verified`.
 fn target_key(key: &(String, String)) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
+    crate::common::observe::digest(key)
 }
 
 /// The ExternalSecret controller's use of the shared [`Context`].
@@ -81,8 +78,17 @@ impl Context {
         v.get(&target_key(key)).cloned()
     }
 
+    /// Forgets every target Secret (the managed-Secret watch lists them all again: deletions
+    /// while it was away come without an event).
+    pub(crate) fn forget_targets(&self) {
+        self.verified
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// Remembers (`Some`) or forgets (`None`) what this controller knows of a target Secret.
-    fn remember_target(&self, key: (String, String), known: Option<VerifiedTarget>) {
+    pub(crate) fn remember_target(&self, key: (String, String), known: Option<VerifiedTarget>) {
         let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
         match known {
             Some(k) => v.insert(target_key(&key), k),
@@ -241,7 +247,11 @@ async fn reconcile_es_inner(es: &Arc<ExternalSecret>, ctx: &Context) -> Result<A
             }
         }
     }
-    let target = ex.target_view().await?;
+    let Some(target) = ex.target_view().await? else {
+        // The Secret this controller just wrote is on its way through the watch, whose event
+        // brings this ExternalSecret back (`target::Source::Lagging`).
+        return Ok(Action::requeue(target::LAG_RECHECK));
+    };
     let jitter = jitter_for(view.refresh_interval);
     if let Decision::Skip { requeue, status } =
         plan::decide_on(view, &target.validity(), ex.start, jitter)
@@ -315,8 +325,9 @@ impl<'a> Executor<'a> {
 
     /// The target as far as the reconcile needs it before planning: from the managed-Secret
     /// cache when that settles it (see [`Target`]), otherwise read. Creation policies that adopt
-    /// Secrets this controller did not create (Merge, None, CreateOrMerge) always read.
-    async fn target_view(&self) -> Result<Target, kube::Error> {
+    /// Secrets this controller did not create (Merge, None, CreateOrMerge) always read. `None`:
+    /// wait for the watch to deliver the Secret this controller wrote ([`Source::Lagging`]).
+    async fn target_view(&self) -> Result<Option<Target>, kube::Error> {
         let view = &self.view;
         let cache_ready = matches!(
             futures::FutureExt::now_or_never(self.ctx.managed_secrets.wait_until_ready()),
@@ -331,7 +342,7 @@ impl<'a> Executor<'a> {
             return self
                 .read_target()
                 .await
-                .map(|s| Target::Read(s.map(Box::new)));
+                .map(|s| Some(Target::Read(s.map(Box::new))));
         }
         let key = (view.namespace.clone(), view.target_name.clone());
         let known = self.ctx.verified_target(&key);
@@ -339,18 +350,28 @@ impl<'a> Executor<'a> {
             .ctx
             .managed_secrets
             .get(&ObjectRef::new(&view.target_name).within(&view.namespace));
-        match (cached, known) {
-            (None, None) => Ok(Target::Read(None)),
-            (Some(meta), Some(known))
-                if meta.metadata.resource_version.as_deref()
-                    == Some(known.resource_version.as_str()) =>
-            {
-                Ok(Target::Verified(meta, known))
+        let cached_version = cached
+            .as_ref()
+            .map(|m| m.metadata.resource_version.as_deref());
+        match (
+            target::source(cached_version, known.as_ref()),
+            cached,
+            known,
+        ) {
+            (Source::Absent, _, _) => Ok(Some(Target::Read(None))),
+            (Source::Verified, Some(meta), Some(known)) => Ok(Some(Target::Verified(meta, known))),
+            (Source::Lagging, _, Some(known)) => {
+                let waited = VerifiedTarget {
+                    waited: true,
+                    ..known
+                };
+                self.ctx.remember_target(key, Some(waited));
+                Ok(None)
             }
             _ => self
                 .read_target()
                 .await
-                .map(|s| Target::Read(s.map(Box::new))),
+                .map(|s| Some(Target::Read(s.map(Box::new)))),
         }
     }
 
@@ -471,9 +492,9 @@ impl<'a> Executor<'a> {
                 let (client, ns) = (&ctx.client, Some(view.namespace.as_str()));
                 let written = match w {
                     SecretWrite::None => return Ok(()),
-                    SecretWrite::Create(s) => writes::create(client, ns, &pp, &**s).await,
+                    SecretWrite::Create(s) => writes::put(client, ns, None, &pp, &**s).await,
                     SecretWrite::Update(s) => {
-                        writes::replace(client, ns, &view.target_name, &pp, &**s).await
+                        writes::put(client, ns, Some(&view.target_name), &pp, &**s).await
                     }
                     SecretWrite::Delete(n) => {
                         ctx.remember_target(key, None);
@@ -489,6 +510,7 @@ impl<'a> Executor<'a> {
                             resource_version: String::new(),
                             type_: String::new(),
                             immutable: false,
+                            waited: false,
                         };
                         (Some(unverified), Err(e))
                     }

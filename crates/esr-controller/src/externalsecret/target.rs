@@ -44,6 +44,39 @@ impl Target {
     }
 }
 
+/// How long a reconcile that waits for the watch to deliver its target ([`Source::Lagging`])
+/// waits at most before it runs again (the Secret's watch event normally comes first).
+pub(crate) const LAG_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Where a reconcile of an Owner/Orphan ExternalSecret takes its target from, once the
+/// managed-Secret cache has synced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Absent: not in the cache and never seen by this controller.
+    Absent,
+    /// Unchanged since this controller wrote or read it: the cache shows the resourceVersion
+    /// remembered then.
+    Verified,
+    /// This controller wrote (or read) it, but the watch has not delivered it yet: a reconcile
+    /// queued while the write ran (by the finalizer patch, say) starts before the Secret's watch
+    /// event, and the event will queue another. Wait for it once instead of reading the Secret;
+    /// its deletion, or a relist of the watch, makes the controller forget it instead.
+    Lagging,
+    /// Anything else: read it.
+    Read,
+}
+
+/// [`Source`] from the cache's resourceVersion of the target (`None`: not cached) and what is
+/// remembered of it.
+pub(crate) fn source(cached: Option<Option<&str>>, known: Option<&VerifiedTarget>) -> Source {
+    match (cached, known) {
+        (None, None) => Source::Absent,
+        (Some(rv), Some(k)) if rv == Some(k.resource_version.as_str()) => Source::Verified,
+        (None, Some(k)) if !k.resource_version.is_empty() && !k.waited => Source::Lagging,
+        _ => Source::Read,
+    }
+}
+
 /// What the reconcile remembers of a target Secret it wrote, or read with its data matching the
 /// data-hash annotation: the parts of the Secret a metadata watch does not show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +87,9 @@ pub struct VerifiedTarget {
     pub type_: String,
     /// Whether it is immutable.
     pub immutable: bool,
+    /// Whether a reconcile already waited once for the managed-Secret watch to deliver it (see
+    /// [`source`]).
+    pub waited: bool,
 }
 
 impl VerifiedTarget {
@@ -64,6 +100,7 @@ impl VerifiedTarget {
             resource_version: s.metadata.resource_version.clone().unwrap_or_default(),
             type_: secret_type(s),
             immutable: s.immutable == Some(true),
+            waited: false,
         })
     }
 }
@@ -188,6 +225,7 @@ mod tests {
             resource_version: "5".into(),
             type_: "Opaque".into(),
             immutable: false,
+            waited: false,
         };
         let same = unchanged_target(desired.clone(), &cached, &known).unwrap();
         assert_eq!(same.metadata.resource_version.as_deref(), Some("5"));
@@ -237,5 +275,34 @@ mod tests {
             VerifiedTarget::of(&written).map(|k| k.resource_version),
             Some("7".to_string())
         );
+    }
+
+    #[test]
+    fn a_target_written_but_not_yet_watched_is_waited_for_once() {
+        let known = |rv: &str, waited| VerifiedTarget {
+            resource_version: rv.into(),
+            type_: "Opaque".into(),
+            immutable: false,
+            waited,
+        };
+        assert_eq!(source(None, None), Source::Absent);
+        assert_eq!(
+            source(Some(Some("5")), Some(&known("5", false))),
+            Source::Verified
+        );
+        assert_eq!(
+            source(Some(Some("5")), Some(&known("5", true))),
+            Source::Verified
+        );
+        // Written at 5, the cache does not show it yet: wait, once.
+        assert_eq!(source(None, Some(&known("5", false))), Source::Lagging);
+        assert_eq!(source(None, Some(&known("5", true))), Source::Read);
+        // A failed write (no resourceVersion), another version, or a Secret never seen: read.
+        assert_eq!(source(None, Some(&known("", false))), Source::Read);
+        assert_eq!(
+            source(Some(Some("6")), Some(&known("5", false))),
+            Source::Read
+        );
+        assert_eq!(source(Some(Some("6")), None), Source::Read);
     }
 }
