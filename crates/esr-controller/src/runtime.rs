@@ -264,6 +264,11 @@ pub struct Context {
     pub rollouts: Rollouts,
     /// Events of the ExternalSecret controller.
     pub(crate) es_events: EventSink,
+    /// The client events are written with: the same API server and credentials as `client`, with
+    /// its own client-side rate limit, as controller-runtime's event recorder builds its own REST
+    /// client (and so its own token bucket) from the manager's configuration. A burst of events
+    /// then does not slow the reconciles' own requests.
+    pub(crate) events_client: Client,
     /// Per-ExternalSecret failure backoff.
     pub(crate) failures: refresh::Backoffs<(String, String)>,
     /// Metadata (without managedFields) of the Secrets labelled
@@ -553,10 +558,31 @@ pub struct Runtime {
     managed_writer: reflector::store::Writer<PartialObjectMeta<Secret>>,
 }
 
+/// The API clients of the controllers: one for their own requests, one for the events they
+/// record (the same server and settings, its own rate-limit bucket; see
+/// `Context::events_client`).
+#[derive(Clone)]
+pub struct Clients {
+    /// Reads, watches and writes.
+    pub api: Client,
+    /// Events.
+    pub events: Client,
+}
+
+impl Clients {
+    /// One client for both (tests).
+    pub fn shared(client: Client) -> Self {
+        Clients {
+            api: client.clone(),
+            events: client,
+        }
+    }
+}
+
 impl Runtime {
     /// Builds the context.
     pub fn new(
-        client: Client,
+        clients: Clients,
         config: Config,
         registry: ProviderRegistry,
         kube: Arc<dyn KubeAccess>,
@@ -564,6 +590,10 @@ impl Runtime {
         templates: Arc<dyn TemplateEngine>,
         generators: Generators,
     ) -> Self {
+        let Clients {
+            api: client,
+            events,
+        } = clients;
         let (ss_reader, ss_writer) = reflector::store();
         let (css_reader, css_writer) = reflector::store();
         let (managed_reader, managed_writer) = reflector::store();
@@ -572,7 +602,8 @@ impl Runtime {
             instance: config.instance.clone(),
         };
         let ctx = Arc::new(Context {
-            es_events: EventSink::new(client.clone(), reporter),
+            es_events: EventSink::new(events.clone(), reporter),
+            events_client: events,
             stores: CachedStores {
                 client: client.clone(),
                 ss: ss_reader.clone(),

@@ -57,7 +57,7 @@ impl PsContext {
     /// PushSecret controller).
     pub fn new(ctx: Arc<Context>) -> Self {
         let events = EventSink::new(
-            ctx.client.clone(),
+            ctx.events_client.clone(),
             Reporter {
                 controller: esr_api::consts::EVENT_SOURCE_PUSHSECRET.to_string(),
                 instance: ctx.config.instance.clone(),

@@ -126,7 +126,7 @@ impl<K: StoreObject> StoreContext<K> {
     /// A context; `push_secrets` is the PushSecret cache when the store finalizer is managed.
     pub fn new(ctx: Arc<Context>, push_secrets: Option<Store<PushSecret>>) -> Self {
         let events = EventSink::new(
-            ctx.client.clone(),
+            ctx.events_client.clone(),
             Reporter {
                 controller: K::EVENT_SOURCE.to_string(),
                 instance: ctx.config.instance.clone(),

@@ -15,7 +15,7 @@ use esr_controller::common::generators::Generators;
 use esr_controller::externalsecret::reconcile::Context;
 use esr_controller::externalsecret::template::EsoTemplates;
 use esr_controller::metrics::Metrics;
-use esr_controller::runtime::{Config, Runtime};
+use esr_controller::runtime::{Clients, Config, Runtime};
 use esr_provider::{
     Capabilities, ClientContext, FindRequest, KubeClientAccess, Maintenance, Provider,
     ProviderError, ProviderRegistry, PushRequest, SecretRef, SecretsClient, StoreInfo,
@@ -211,7 +211,7 @@ pub fn context_with(
 ) -> Arc<Context> {
     let registry = ProviderRegistry::new().with(provider);
     Runtime::new(
-        client.clone(),
+        Clients::shared(client.clone()),
         config,
         registry,
         Arc::new(KubeClientAccess::new(client.clone())),

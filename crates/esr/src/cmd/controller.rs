@@ -19,7 +19,7 @@ use esr_controller::common::fanout;
 use esr_controller::common::observe::{Observation, Observe};
 use esr_controller::metrics::rest::RestClientMetricsLayer;
 use esr_controller::metrics::{Metrics, Observed};
-use esr_controller::runtime::{Config, Runtime};
+use esr_controller::runtime::{Clients, Config, Runtime};
 use esr_controller::server::{Probes, metrics_router, probes_router, serve};
 use esr_provider::KubeClientAccess;
 use tracing::{info, warn};
@@ -278,17 +278,23 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .authority()
         .map(|a| a.as_str().to_string())
         .unwrap_or_default();
-    let client = kube::client::ClientBuilder::try_from(config.clone())
-        .context("building the Kubernetes client")?
-        .with_layer(&RestClientMetricsLayer::new(
-            metrics.rest_requests.clone(),
-            api_host,
-        ))
-        .with_layer(&esr_controller::common::ratelimit::RateLimitLayer::new(
-            f64::from(args.client_qps),
-            args.client_burst,
-        ))
-        .build();
+    // Events are written with a client of their own: the same settings, its own rate-limit
+    // bucket (see `Context::events_client`).
+    let build_client = || -> anyhow::Result<kube::Client> {
+        Ok(kube::client::ClientBuilder::try_from(config.clone())
+            .context("building the Kubernetes client")?
+            .with_layer(&RestClientMetricsLayer::new(
+                metrics.rest_requests.clone(),
+                api_host.clone(),
+            ))
+            .with_layer(&esr_controller::common::ratelimit::RateLimitLayer::new(
+                f64::from(args.client_qps),
+                args.client_burst,
+            ))
+            .build())
+    };
+    let client = build_client()?;
+    let event_client = build_client()?;
     let store_requeue = esr_api::duration::parse(&args.store_requeue_interval)
         .ok()
         .and_then(|d| d.to_std())
@@ -385,7 +391,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let generators =
         crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder);
     let runtime = Runtime::new(
-        client,
+        Clients {
+            api: client,
+            events: event_client,
+        },
         cfg,
         crate::providers::registry(),
         kube_access,
