@@ -32,7 +32,9 @@ use serde::de::DeserializeOwned;
 use tracing::{debug, info, warn};
 
 use crate::common::namespaces::namespace_changes;
-use crate::common::observe::{Observation, Observe, changes, meta_hash, observe_deletions};
+use crate::common::observe::{
+    Deletions, Observation, Observe, changed_objects, meta_hash, observe_deletions,
+};
 use crate::common::refresh::Backoffs;
 use crate::metrics::controller::RuntimeMetrics;
 
@@ -533,15 +535,16 @@ pub async fn run<F: FanOut>(
         observe,
     ));
     let ns_stream = namespace_changes(namespaces);
-    let child_stream = changes(
+    let child_stream = changed_objects(
         reflector::reflector(
             child_writer,
             watcher(child_api, watcher::Config::default()).modify(slim::<F>),
         )
         .default_backoff(),
         meta_hash::<F::Child>,
+        Deletions::Pass,
     );
-    let parent_stream = changes(
+    let parent_stream = changed_objects(
         observe_deletions(
             reflector::reflector(
                 parent_writer,
@@ -551,6 +554,7 @@ pub async fn run<F: FanOut>(
             ctx.deletion_hook(),
         ),
         meta_hash::<F::Parent>,
+        Deletions::Pass,
     );
     let r1 = parent_reader.clone();
     let r2 = parent_reader.clone();

@@ -164,19 +164,6 @@ where
     })
 }
 
-/// Turns a reflector stream into "changed or deleted" objects: status-only and no-op updates are
-/// dropped, deletions always pass.
-pub(crate) fn changes<K, S>(
-    stream: S,
-    hash: fn(&K) -> u64,
-) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send
-where
-    K: Resource + Send + 'static,
-    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-{
-    changed_objects(stream, hash, Deletions::Pass)
-}
-
 /// Calls the hook with [`Observation::Deleted`] for each deletion in a watch stream.
 pub(crate) fn observe_deletions<K, S>(
     stream: S,
