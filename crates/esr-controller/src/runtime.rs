@@ -29,9 +29,10 @@ use crate::common::storegate::{StoreGate, StoreLimits};
 use crate::externalsecret::error::SyncError;
 use crate::externalsecret::fairness::FirstSyncs;
 use crate::externalsecret::fetch::referenced_stores;
-use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED, LABEL_OWNER};
+use crate::externalsecret::managed::ManagedSecrets;
+use crate::externalsecret::plan::{EsStatus, LABEL_MANAGED};
 use crate::externalsecret::reconcile::{es_error_policy, reconcile_es};
-use crate::externalsecret::target::{VerifiedTarget, compact_cached_meta};
+use crate::externalsecret::target::VerifiedTarget;
 use crate::externalsecret::template::{RenderPool, RenderPoolError, TemplateEngine};
 use crate::metrics::Metrics;
 use crate::metrics::controller::requeued;
@@ -271,12 +272,10 @@ pub struct Context {
     pub(crate) events_client: Client,
     /// Per-ExternalSecret failure backoff.
     pub(crate) failures: refresh::Backoffs<(String, String)>,
-    /// Metadata (without managedFields) of the Secrets labelled
-    /// `reconcile.external-secrets.io/managed=true`, from the Secret watch the controller runs
-    /// anyway: finding a target's orphaned Secrets needs no LIST per reconcile.
-    pub(crate) managed_secrets: Store<PartialObjectMeta<Secret>>,
-    /// The managed Secrets by created-by label, fed from the same watch.
-    pub(crate) owners: OwnerIndex,
+    /// What the controller keeps of the Secrets labelled
+    /// `reconcile.external-secrets.io/managed=true`, from the Secret watch it runs anyway: an
+    /// unchanged target needs no GET, and finding a target's orphaned Secrets no LIST.
+    pub(crate) managed_secrets: ManagedSecrets,
     /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
     /// it (see [`effective_status`](crate::externalsecret::reconcile::effective_status)).
     pub(crate) written: Mutex<HashMap<String, EsStatus>>,
@@ -371,7 +370,7 @@ struct NameMap {
 const SWEEP_MIN: usize = 1024;
 
 /// The slot of (`namespace`, key `value`).
-fn slot(namespace: &str, value: &str) -> u64 {
+pub(crate) fn slot(namespace: &str, value: &str) -> u64 {
     digest((namespace, value))
 }
 
@@ -483,52 +482,6 @@ impl TargetIndex {
     }
 }
 
-/// Managed Secrets by their created-by label (namespace, owner hash), fed from the managed-Secret
-/// watch, so finding an ExternalSecret's orphaned Secrets costs no scan of every managed Secret.
-#[derive(Clone, Default)]
-pub struct OwnerIndex(NameIndex);
-
-impl OwnerIndex {
-    /// Records a managed Secret as it is now (`cache`: the managed-Secret cache).
-    pub fn insert(&self, s: &PartialObjectMeta<Secret>, cache: &Store<PartialObjectMeta<Secret>>) {
-        let m = &s.metadata;
-        if let (Some(ns), Some(name), Some(owner)) =
-            (m.namespace.as_deref(), m.name.as_deref(), owner_label(s))
-        {
-            self.0.insert(ns, owner, name, |ns, n| {
-                cache
-                    .get(&ObjectRef::new(n).within(ns))
-                    .and_then(|s| owner_label(&s).map(|o| slot(ns, o)))
-            });
-        }
-    }
-
-    /// The names of the Secrets of `namespace` (in `cache`) whose created-by label is `owner`,
-    /// sorted.
-    pub fn owned(
-        &self,
-        cache: &Store<PartialObjectMeta<Secret>>,
-        namespace: &str,
-        owner: &str,
-    ) -> Vec<String> {
-        let mut out = self.0.lookup(namespace, owner, |n| {
-            cache
-                .get(&ObjectRef::new(n).within(namespace))
-                .is_some_and(|s| owner_label(&s) == Some(owner))
-        });
-        out.sort();
-        out
-    }
-}
-
-fn owner_label(s: &PartialObjectMeta<Secret>) -> Option<&str> {
-    s.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL_OWNER))
-        .map(String::as_str)
-}
-
 /// ExternalSecrets (from the cache) that use a store.
 pub fn es_for_store(
     store: &Store<ExternalSecret>,
@@ -555,7 +508,6 @@ pub struct Runtime {
     pub ctx: Arc<Context>,
     ss_writer: reflector::store::Writer<SecretStore>,
     css_writer: reflector::store::Writer<ClusterSecretStore>,
-    managed_writer: reflector::store::Writer<PartialObjectMeta<Secret>>,
 }
 
 /// The API clients of the controllers: one for their own requests, one for the events they
@@ -596,7 +548,6 @@ impl Runtime {
         } = clients;
         let (ss_reader, ss_writer) = reflector::store();
         let (css_reader, css_writer) = reflector::store();
-        let (managed_reader, managed_writer) = reflector::store();
         let reporter = Reporter {
             controller: esr_api::consts::EVENT_SOURCE_ES.to_string(),
             instance: config.instance.clone(),
@@ -622,8 +573,7 @@ impl Runtime {
             generators,
             rollouts: Rollouts::default(),
             failures: Default::default(),
-            managed_secrets: managed_reader,
-            owners: OwnerIndex::default(),
+            managed_secrets: ManagedSecrets::default(),
             written: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
         });
@@ -631,7 +581,6 @@ impl Runtime {
             ctx,
             ss_writer,
             css_writer,
-            managed_writer,
         }
     }
 
@@ -691,34 +640,28 @@ impl Runtime {
         let es_stream = es_metrics.triggers(es_stream);
 
         let managed = format!("{LABEL_MANAGED}=true");
-        // Cached compact (see `compact_cached_meta`): what the reconcile looks up, and a
-        // fingerprint of the rest.
+        // Kept compact in the managed-Secret cache (see `ManagedSecrets`).
         let secret_stream = changed_objects(
-            reflector::reflector(
-                self.managed_writer,
-                watcher(secret_api, watcher::Config::default().labels(&managed)).modify(
-                    |m: &mut PartialObjectMeta<Secret>| compact_cached_meta(&mut m.metadata),
-                ),
-            )
-            .default_backoff()
-            .inspect({
-                let owners = ctx.owners.clone();
-                let cache = ctx.managed_secrets.clone();
-                let forget = ctx.clone();
-                move |ev| match ev {
-                    Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s)) => {
-                        owners.insert(s, &cache);
+            watcher(secret_api, watcher::Config::default().labels(&managed))
+                .default_backoff()
+                .inspect({
+                    let cache = ctx.managed_secrets.clone();
+                    let forget = ctx.clone();
+                    move |ev| {
+                        let Ok(ev) = ev else { return };
+                        cache.apply(ev);
+                        match ev {
+                            watcher::Event::Delete(s) => {
+                                let key = (s.namespace().unwrap_or_default(), s.name_any());
+                                forget.remember_target(key, None);
+                            }
+                            // A relist: Secrets deleted while the watch was away leave without an
+                            // event.
+                            watcher::Event::Init => forget.forget_targets(),
+                            _ => {}
+                        }
                     }
-                    Ok(watcher::Event::Delete(s)) => {
-                        owners.insert(s, &cache);
-                        let key = (s.namespace().unwrap_or_default(), s.name_any());
-                        forget.remember_target(key, None);
-                    }
-                    // A relist: Secrets deleted while the watch was away leave without an event.
-                    Ok(watcher::Event::Init) => forget.forget_targets(),
-                    _ => {}
-                }
-            }),
+                }),
             resource_version,
             Deletions::Pass,
         );
@@ -904,39 +847,6 @@ mod tests {
             names(index.es_for_secret(&moved, "a", "db")),
             vec!["other".to_string()]
         );
-    }
-
-    #[test]
-    fn owned_secrets_come_from_the_index_by_namespace_and_label() {
-        let meta = |ns: &str, name: &str, owner: Option<&str>| {
-            let mut m: PartialObjectMeta<Secret> = PartialObjectMeta::default();
-            m.metadata.namespace = Some(ns.into());
-            m.metadata.name = Some(name.into());
-            m.metadata.labels =
-                owner.map(|o| BTreeMap::from([(LABEL_OWNER.to_string(), o.to_string())]));
-            m
-        };
-        let items = vec![
-            meta("app", "old", Some("h1")),
-            meta("app", "new", Some("h1")),
-            meta("app", "other", Some("h2")),
-            meta("app", "plain", None),
-            meta("team", "same-label", Some("h1")),
-        ];
-        let index = OwnerIndex::default();
-        let before = cache(items.clone());
-        for m in &items {
-            index.insert(m, &before);
-        }
-        assert_eq!(index.owned(&before, "app", "h1"), vec!["new", "old"]);
-        assert!(index.owned(&before, "app", "h3").is_empty());
-        assert_eq!(index.owned(&before, "team", "h1"), vec!["same-label"]);
-        // A deleted Secret, and one whose label changed, are no longer found under the old owner.
-        let relabelled = meta("app", "new", Some("h2"));
-        let after = cache(vec![relabelled.clone(), meta("app", "other", Some("h2"))]);
-        index.insert(&relabelled, &after);
-        assert!(index.owned(&after, "app", "h1").is_empty());
-        assert_eq!(index.owned(&after, "app", "h2"), vec!["new", "other"]);
     }
 
     #[test]

@@ -3,6 +3,7 @@ pub mod convert;
 pub mod error;
 pub mod fairness;
 pub mod fetch;
+pub mod managed;
 pub mod offload;
 pub mod pipeline;
 pub mod plan;

@@ -10,9 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use esr_api::v1::ExternalSecret;
 use k8s_openapi::api::core::v1::Secret;
-use kube::core::PartialObjectMeta;
 
 use crate::externalsecret::error::SyncError;
+use crate::externalsecret::managed::CachedSecret;
 use crate::externalsecret::pipeline::Assembled;
 use crate::externalsecret::pipeline::DataMap;
 use crate::externalsecret::plan::{
@@ -66,7 +66,7 @@ impl PlanJob {
     fn steps_if_unchanged(
         self,
         templates: &dyn TemplateEngine,
-        meta: &PartialObjectMeta<Secret>,
+        meta: &CachedSecret,
         known: &VerifiedTarget,
     ) -> Result<Steps, Box<PlanJob>> {
         let steps = self.provider.as_ref().ok().and_then(|data| {
@@ -119,7 +119,7 @@ pub async fn unchanged_steps_on_pool(
     pool: &RenderPool,
     templates: Arc<dyn TemplateEngine>,
     job: PlanJob,
-    meta: Arc<PartialObjectMeta<Secret>>,
+    meta: CachedSecret,
     known: VerifiedTarget,
 ) -> Result<Result<Steps, Box<PlanJob>>, RenderPoolError> {
     if !job.has_template() {
@@ -249,12 +249,7 @@ spec:
         let mut created = written(&first).expect("a create").clone();
         created.metadata.resource_version = Some("7".into());
         let known = VerifiedTarget::of(&created).expect("data matches its hash");
-        let mut meta: PartialObjectMeta<Secret> = PartialObjectMeta {
-            metadata: created.metadata.clone(),
-            ..Default::default()
-        };
-        crate::externalsecret::target::compact_cached_meta(&mut meta.metadata);
-        let meta = Arc::new(meta);
+        let meta = CachedSecret::of(&created.metadata);
         let steps = unchanged_steps_on_pool(
             &pool,
             templates.clone(),

@@ -10,7 +10,6 @@ use esr_provider::ResolveOptions;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, Patch, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
@@ -111,9 +110,9 @@ impl Context {
             self.managed_secrets.wait_until_ready(),
         )
         .await
-        .is_ok_and(|r| r.is_ok());
+        .is_ok();
         if ready {
-            return Ok(self.owners.owned(&self.managed_secrets, ns, owner));
+            return Ok(self.managed_secrets.owned(ns, owner));
         }
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
         Ok(secrets
@@ -329,11 +328,7 @@ impl<'a> Executor<'a> {
     /// wait for the watch to deliver the Secret this controller wrote ([`Source::Lagging`]).
     async fn target_view(&self) -> Result<Option<Target>, kube::Error> {
         let view = &self.view;
-        let cache_ready = matches!(
-            futures::FutureExt::now_or_never(self.ctx.managed_secrets.wait_until_ready()),
-            Some(Ok(()))
-        );
-        if !cache_ready
+        if !self.ctx.managed_secrets.is_ready()
             || !matches!(
                 view.creation,
                 CreationPolicy::Owner | CreationPolicy::Orphan
@@ -349,10 +344,8 @@ impl<'a> Executor<'a> {
         let cached = self
             .ctx
             .managed_secrets
-            .get(&ObjectRef::new(&view.target_name).within(&view.namespace));
-        let cached_version = cached
-            .as_ref()
-            .map(|m| m.metadata.resource_version.as_deref());
+            .get(&view.namespace, &view.target_name);
+        let cached_version = cached.as_ref().map(|m| Some(&*m.resource_version));
         match (
             target::source(cached_version, known.as_ref()),
             cached,

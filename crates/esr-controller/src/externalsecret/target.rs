@@ -4,16 +4,14 @@
 //! metadata cache, plus what the controller remembers of each Secret it wrote or read with its
 //! data matching the data-hash annotation ([`VerifiedTarget`]: resourceVersion, type,
 //! immutability), settle that the Secret is still the desired one ([`unchanged_target`]). The
-//! cache keeps each Secret compact ([`compact_cached_meta`]).
-
-use std::sync::Arc;
+//! cache keeps each Secret compact ([`CachedSecret`]).
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::PartialObjectMeta;
 
 use crate::common::refresh::SecretValidity;
-use crate::externalsecret::plan::{self, LABEL_MANAGED, LABEL_MANAGED_VALUE, LABEL_OWNER};
+use crate::externalsecret::managed::{CachedSecret, fingerprint};
+use crate::externalsecret::plan;
 
 /// What a reconcile knows of its target Secret before fetching provider data.
 pub(crate) enum Target {
@@ -22,7 +20,7 @@ pub(crate) enum Target {
     Read(Option<Box<Secret>>),
     /// Unchanged since this controller wrote it or read it with its data matching the data-hash
     /// annotation: the cached metadata has the resourceVersion recorded then.
-    Verified(Arc<PartialObjectMeta<Secret>>, VerifiedTarget),
+    Verified(CachedSecret, VerifiedTarget),
 }
 
 impl Target {
@@ -30,14 +28,9 @@ impl Target {
     pub(crate) fn validity(&self) -> SecretValidity {
         match self {
             Target::Read(s) => plan::secret_validity(s.as_deref()),
-            Target::Verified(meta, _) => SecretValidity {
+            Target::Verified(cached, _) => SecretValidity {
                 exists: true,
-                managed: meta
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(LABEL_MANAGED))
-                    .is_some_and(|v| v == LABEL_MANAGED_VALUE),
+                managed: cached.managed,
                 hash_matches: true,
             },
         }
@@ -112,57 +105,18 @@ fn secret_type(s: &Secret) -> String {
         .unwrap_or_else(|| "Opaque".to_string())
 }
 
-/// Where the managed-Secret cache keeps [`meta_fingerprint`] (in the cached labels; the key is
-/// not a valid label key, so no real label can collide with it, and it never leaves the process).
-const FINGERPRINT: &str = "esr fingerprint";
-
-/// What the managed-Secret cache keeps of a Secret's metadata: everything but managedFields,
-/// and of its labels, annotations, owner references and finalizers only the two labels the
-/// controller looks up (managed, created-by) plus a fingerprint of all four. Annotations are
-/// copied from the ExternalSecret (kubectl's last-applied-configuration among them), so whole
-/// entries could be as large as the ExternalSecrets themselves; [`unchanged_target`] needs no
-/// more than the fingerprint to tell that a Secret's metadata is the desired one.
-pub fn compact_cached_meta(m: &mut ObjectMeta) {
-    let fingerprint = meta_fingerprint(m);
-    m.managed_fields = None;
-    m.annotations = None;
-    m.owner_references = None;
-    m.finalizers = None;
-    let mut labels = m.labels.take().unwrap_or_default();
-    labels.retain(|k, _| k == LABEL_MANAGED || k == LABEL_OWNER);
-    labels.insert(FINGERPRINT.to_string(), fingerprint);
-    m.labels = Some(labels);
-}
-
-/// A digest of the labels, annotations, owner references and finalizers of `m` (an absent and an
-/// empty list or map are the same).
-pub fn meta_fingerprint(m: &ObjectMeta) -> String {
-    use sha3::{Digest, Sha3_256};
-    let empty = std::collections::BTreeMap::new();
-    let parts = (
-        m.labels.as_ref().unwrap_or(&empty),
-        m.annotations.as_ref().unwrap_or(&empty),
-        m.owner_references.as_deref().unwrap_or_default(),
-        m.finalizers.as_deref().unwrap_or_default(),
-    );
-    let bytes = serde_json::to_vec(&parts).unwrap_or_default();
-    hex::encode(&Sha3_256::digest(&bytes)[..16])
-}
-
 /// The target Secret as it is, when the `desired` Secret (planned as if the target were absent)
-/// matches the cached metadata (see [`compact_cached_meta`]) of a target verified unchanged
+/// matches what the managed-Secret cache keeps ([`CachedSecret`]) of a target verified unchanged
 /// (`known`): the same labels, annotations (the data-hash among them, so the same data), owner
 /// references and finalizers (one fingerprint), type and immutability. `None`: it may differ,
 /// read it.
 pub fn unchanged_target(
     desired: Secret,
-    cached: &PartialObjectMeta<Secret>,
+    cached: &CachedSecret,
     known: &VerifiedTarget,
 ) -> Option<Secret> {
-    let m = &cached.metadata;
-    let cached_fingerprint = m.labels.as_ref().and_then(|l| l.get(FINGERPRINT));
-    let same = m.resource_version.as_deref() == Some(known.resource_version.as_str())
-        && cached_fingerprint == Some(&meta_fingerprint(&desired.metadata))
+    let same = *cached.resource_version == *known.resource_version
+        && cached.fingerprint == fingerprint(&desired.metadata)
         && secret_type(&desired) == known.type_
         && (desired.immutable == Some(true)) == known.immutable;
     if !same {
@@ -172,12 +126,16 @@ pub fn unchanged_target(
     // Labels, annotations, owner references and finalizers are the desired ones (the same
     // fingerprint); the rest of the metadata is the cache's.
     let d = std::mem::take(&mut s.metadata);
+    let cached_meta = cached.meta(
+        d.namespace.as_deref().unwrap_or_default(),
+        d.name.as_deref().unwrap_or_default(),
+    );
     s.metadata = ObjectMeta {
         labels: d.labels,
         annotations: d.annotations,
         owner_references: d.owner_references,
         finalizers: d.finalizers,
-        ..m.clone()
+        ..cached_meta
     };
     s.type_ = Some(known.type_.clone());
     s.immutable = known.immutable.then_some(true);
@@ -187,6 +145,7 @@ pub fn unchanged_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::externalsecret::plan::LABEL_MANAGED;
     use std::collections::BTreeMap;
 
     #[test]
@@ -202,25 +161,15 @@ mod tests {
             "k".to_string(),
             ByteString(b"v".to_vec()),
         )]));
-        let mut cached: PartialObjectMeta<Secret> = PartialObjectMeta::default();
-        cached.metadata.name = Some("db".into());
-        cached.metadata.resource_version = Some("5".into());
-        cached.metadata.labels = Some(labels);
-        cached.metadata.annotations = Some(annotations("h1"));
-        let compact = |mut m: PartialObjectMeta<Secret>| {
-            compact_cached_meta(&mut m.metadata);
-            m
+        let full = ObjectMeta {
+            name: Some("db".into()),
+            resource_version: Some("5".into()),
+            labels: Some(labels),
+            annotations: Some(annotations("h1")),
+            ..ObjectMeta::default()
         };
-        let full = cached.clone();
-        let cached = compact(cached);
-        // The cache keeps the looked-up label and the fingerprint, no annotations.
-        assert_eq!(cached.metadata.annotations, None);
-        assert_eq!(
-            cached.metadata.labels.as_ref().map(|l| l.len()),
-            Some(2),
-            "{:?}",
-            cached.metadata.labels
-        );
+        let compact = CachedSecret::of;
+        let cached = compact(&full);
         let known = VerifiedTarget {
             resource_version: "5".into(),
             type_: "Opaque".into(),
@@ -229,33 +178,34 @@ mod tests {
         };
         let same = unchanged_target(desired.clone(), &cached, &known).unwrap();
         assert_eq!(same.metadata.resource_version.as_deref(), Some("5"));
-        assert_eq!(same.metadata.labels, full.metadata.labels);
-        assert_eq!(same.metadata.annotations, full.metadata.annotations);
+        assert_eq!(same.metadata.name.as_deref(), Some("db"));
+        assert_eq!(same.metadata.labels, full.labels);
+        assert_eq!(same.metadata.annotations, full.annotations);
         assert_eq!(same.data, desired.data);
         assert_eq!(same.type_.as_deref(), Some("Opaque"));
         // Another data hash, an extra label, an owner reference, a finalizer, a resourceVersion
         // not verified, another type: read it.
         let mut other = full.clone();
-        other.metadata.annotations = Some(annotations("h2"));
-        assert!(unchanged_target(desired.clone(), &compact(other), &known).is_none());
+        other.annotations = Some(annotations("h2"));
+        assert!(unchanged_target(desired.clone(), &compact(&other), &known).is_none());
         let mut other = full.clone();
-        other.metadata.labels = Some(BTreeMap::from([
+        other.labels = Some(BTreeMap::from([
             (LABEL_MANAGED.to_string(), "true".to_string()),
             ("team".to_string(), "a".to_string()),
         ]));
-        assert!(unchanged_target(desired.clone(), &compact(other), &known).is_none());
+        assert!(unchanged_target(desired.clone(), &compact(&other), &known).is_none());
         let mut other = full.clone();
-        other.metadata.owner_references = Some(vec![Default::default()]);
-        assert!(unchanged_target(desired.clone(), &compact(other), &known).is_none());
+        other.owner_references = Some(vec![Default::default()]);
+        assert!(unchanged_target(desired.clone(), &compact(&other), &known).is_none());
         let mut other = full.clone();
-        other.metadata.finalizers = Some(vec!["x".into()]);
-        assert!(unchanged_target(desired.clone(), &compact(other), &known).is_none());
+        other.finalizers = Some(vec!["x".into()]);
+        assert!(unchanged_target(desired.clone(), &compact(&other), &known).is_none());
         // Absent and empty are the same.
         let mut other = full.clone();
-        other.metadata.finalizers = Some(vec![]);
-        assert!(unchanged_target(desired.clone(), &compact(other), &known).is_some());
+        other.finalizers = Some(vec![]);
+        assert!(unchanged_target(desired.clone(), &compact(&other), &known).is_some());
         let mut newer = cached.clone();
-        newer.metadata.resource_version = Some("6".into());
+        newer.resource_version = "6".into();
         assert!(unchanged_target(desired.clone(), &newer, &known).is_none());
         let tls = VerifiedTarget {
             type_: "kubernetes.io/tls".into(),
