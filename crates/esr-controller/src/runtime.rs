@@ -308,12 +308,6 @@ fn es_trigger_hash(es: &ExternalSecret) -> u64 {
     h.finish()
 }
 
-/// A managed Secret passes on every change of its resourceVersion (a relist's unchanged copies
-/// are dropped).
-fn resource_version(s: &PartialObjectMeta<Secret>) -> u64 {
-    digest(&s.metadata.resource_version)
-}
-
 fn ready_hash<K: serde::Serialize>(obj: &K) -> u64 {
     let Ok(v) = serde_json::to_value(obj) else {
         return 0;
@@ -640,31 +634,40 @@ impl Runtime {
         let es_stream = es_metrics.triggers(es_stream);
 
         let managed = format!("{LABEL_MANAGED}=true");
-        // Kept compact in the managed-Secret cache (see `ManagedSecrets`).
-        let secret_stream = changed_objects(
-            watcher(secret_api, watcher::Config::default().labels(&managed))
-                .default_backoff()
-                .inspect({
-                    let cache = ctx.managed_secrets.clone();
-                    let forget = ctx.clone();
-                    move |ev| {
-                        let Ok(ev) = ev else { return };
-                        cache.apply(ev);
-                        match ev {
-                            watcher::Event::Delete(s) => {
-                                let key = (s.namespace().unwrap_or_default(), s.name_any());
-                                forget.remember_target(key, None);
+        // Kept compact in the managed-Secret cache (see `ManagedSecrets`), which also tells the
+        // changes that requeue an ExternalSecret from a relist's unchanged copies.
+        let secret_stream = watcher(secret_api, watcher::Config::default().labels(&managed))
+            .default_backoff()
+            .filter_map({
+                let cache = ctx.managed_secrets.clone();
+                let forget = ctx.clone();
+                move |ev| {
+                    let out = match ev {
+                        Err(e) => Some(Err(e)),
+                        Ok(ev) => {
+                            let changed = cache.apply(&ev);
+                            match ev {
+                                watcher::Event::Delete(s) => {
+                                    let key = (s.namespace().unwrap_or_default(), s.name_any());
+                                    forget.remember_target(key, None);
+                                    Some(Ok(s))
+                                }
+                                watcher::Event::Apply(s) | watcher::Event::InitApply(s) => {
+                                    changed.then_some(Ok(s))
+                                }
+                                // A relist: Secrets deleted while the watch was away leave
+                                // without an event.
+                                watcher::Event::Init => {
+                                    forget.forget_targets();
+                                    None
+                                }
+                                watcher::Event::InitDone => None,
                             }
-                            // A relist: Secrets deleted while the watch was away leave without an
-                            // event.
-                            watcher::Event::Init => forget.forget_targets(),
-                            _ => {}
                         }
-                    }
-                }),
-            resource_version,
-            Deletions::Pass,
-        );
+                    };
+                    futures::future::ready(out)
+                }
+            });
 
         let ss_stream = changed_objects(
             reflector::reflector(self.ss_writer, watcher(ss_api, watcher::Config::default()))

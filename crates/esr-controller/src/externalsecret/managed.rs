@@ -131,13 +131,16 @@ impl Default for ManagedSecrets {
 }
 
 impl ManagedSecrets {
-    /// Applies one event of the managed-Secret watch.
-    pub fn apply(&self, event: &watcher::Event<PartialObjectMeta<Secret>>) {
+    /// Applies one event of the managed-Secret watch. Whether it tells of a change: a deletion,
+    /// or a Secret new to the cache or with another resourceVersion or uid than cached (a
+    /// relist's unchanged copies are not).
+    pub fn apply(&self, event: &watcher::Event<PartialObjectMeta<Secret>>) -> bool {
         let named = |s: &PartialObjectMeta<Secret>| {
             let m = &s.metadata;
             Some((m.namespace.clone().unwrap_or_default(), m.name.clone()?))
         };
         let mut recorded = None;
+        let mut changed = false;
         {
             let mut st = self.0.state.write().unwrap_or_else(|p| p.into_inner());
             match event {
@@ -145,12 +148,16 @@ impl ManagedSecrets {
                 watcher::Event::InitApply(s) | watcher::Event::Apply(s) => {
                     if let Some((ns, name)) = named(s) {
                         let cached = CachedSecret::of(&s.metadata);
+                        let k = key(&ns, &name);
+                        changed = st.secrets.get(&k).is_none_or(|old| {
+                            old.resource_version != cached.resource_version || old.uid != cached.uid
+                        });
                         let owner = cached.owner.clone();
                         let into = match (event, st.relist.as_mut()) {
                             (watcher::Event::InitApply(_), Some(relist)) => relist,
                             _ => &mut st.secrets,
                         };
-                        into.insert(key(&ns, &name), cached);
+                        into.insert(k, cached);
                         recorded = owner.map(|o| (ns, name, o));
                     }
                 }
@@ -158,6 +165,7 @@ impl ManagedSecrets {
                     if let Some((ns, name)) = named(s) {
                         st.secrets.remove(&key(&ns, &name));
                     }
+                    changed = true;
                 }
                 watcher::Event::InitDone => {
                     if let Some(relist) = st.relist.take() {
@@ -180,6 +188,7 @@ impl ManagedSecrets {
         if matches!(event, watcher::Event::InitDone) {
             self.0.ready.send_replace(true);
         }
+        changed
     }
 
     /// What is kept of Secret `namespace/name`, when cached.
@@ -245,7 +254,7 @@ mod tests {
         let cache = ManagedSecrets::default();
         cache.apply(&watcher::Event::Init);
         for s in items {
-            cache.apply(&watcher::Event::InitApply(s.clone()));
+            assert!(cache.apply(&watcher::Event::InitApply(s.clone())));
         }
         cache.apply(&watcher::Event::InitDone);
         cache
@@ -326,15 +335,28 @@ mod tests {
         assert_eq!(cache.len(), 2);
         cache.apply(&watcher::Event::Delete(secret("app", "a", "2", None)));
         assert!(cache.get("app", "a").is_none());
-        // A relist: the old contents answer until it completes, then only what it listed.
+        // A relist: the old contents answer until it completes, then only what it listed. An
+        // unchanged copy is no change.
         cache.apply(&watcher::Event::Init);
-        cache.apply(&watcher::Event::InitApply(secret("app", "c", "4", None)));
+        assert!(!cache.apply(&watcher::Event::InitApply(secret("app", "b", "3", None))));
+        assert!(cache.apply(&watcher::Event::InitApply(secret("app", "c", "4", None))));
+        cache.apply(&watcher::Event::Init);
+        assert!(cache.apply(&watcher::Event::InitApply(secret("app", "c", "4", None))));
         assert!(cache.get("app", "b").is_some());
+        assert!(cache.get("app", "c").is_none(), "a list is applied whole");
         cache.apply(&watcher::Event::InitDone);
         assert!(cache.get("app", "b").is_none(), "deleted while away");
         assert!(cache.get("app", "c").is_some());
         assert_eq!(cache.len(), 1);
         assert!(cache.is_ready());
+        // Another version, or a recreated Secret (another uid), is a change; so is a deletion.
+        assert!(!cache.apply(&watcher::Event::Apply(secret("app", "c", "4", None))));
+        assert!(cache.apply(&watcher::Event::Apply(secret("app", "c", "5", None))));
+        let mut recreated = secret("app", "c", "5", None);
+        recreated.metadata.uid = Some("another".into());
+        assert!(cache.apply(&watcher::Event::Apply(recreated)));
+        assert!(cache.apply(&watcher::Event::Delete(secret("app", "c", "5", None))));
+        assert!(cache.is_empty());
     }
 
     #[test]
