@@ -21,6 +21,7 @@ use kube::{Api, Client, ResourceExt};
 use tracing::debug;
 
 use crate::common::events::{EventSink, Reporter};
+use crate::common::fanout::{SharedChildren, trigger_event};
 use crate::common::generators::Generators;
 use crate::common::observe::{Deletions, changed_objects, digest};
 use crate::common::refresh;
@@ -502,7 +503,16 @@ pub struct Runtime {
     pub ctx: Arc<Context>,
     ss_writer: reflector::store::Writer<SecretStore>,
     css_writer: reflector::store::Writer<ClusterSecretStore>,
+    es_reader: Store<ExternalSecret>,
+    es_writer: reflector::store::Writer<ExternalSecret>,
+    /// Where the ExternalSecret watch's events go for the ClusterExternalSecret controller (see
+    /// [`Runtime::share_external_secrets`]).
+    es_feed: Option<tokio::sync::mpsc::Sender<watcher::Event<ExternalSecret>>>,
 }
+
+/// Events the ClusterExternalSecret controller may lag behind the ExternalSecret watch before
+/// the watch waits for it.
+const ES_FEED_BUFFER: usize = 1024;
 
 /// The API clients of the controllers: one for their own requests, one for the events they
 /// record (the same server and settings, its own rate-limit bucket; see
@@ -571,11 +581,32 @@ impl Runtime {
             written: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
         });
+        let (es_reader, es_writer) = reflector::store();
         Runtime {
             ctx,
             ss_writer,
             css_writer,
+            es_reader,
+            es_writer,
+            es_feed: None,
         }
+    }
+
+    /// Shares the ExternalSecret cache with the ClusterExternalSecret controller, which then
+    /// runs no ExternalSecret watch and keeps no second copy of every ExternalSecret: it reads
+    /// this cache, and gets the watch's events (metadata only) for its triggers. Only when this
+    /// controller watches the whole cluster (`None` with `--namespace`, whose cache holds one
+    /// namespace); call before [`Runtime::run`], once (a second call replaces the first).
+    pub fn share_external_secrets(&mut self) -> Option<SharedChildren<ExternalSecret>> {
+        if self.ctx.config.namespace.is_some() {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(ES_FEED_BUFFER);
+        self.es_feed = Some(tx);
+        Some(SharedChildren {
+            store: self.es_reader.clone(),
+            events: rx,
+        })
     }
 
     /// Runs the ExternalSecret controller and the store controllers until `shutdown` resolves.
@@ -604,7 +635,7 @@ impl Runtime {
             .metrics
             .runtime
             .for_kind::<ExternalSecret>(ctx.config.concurrency);
-        let (es_reader, es_writer) = reflector::store();
+        let es_reader = self.es_reader;
         ctx.first_syncs.attach(es_reader.clone());
         let targets = TargetIndex::default();
         let index = targets.clone();
@@ -613,7 +644,7 @@ impl Runtime {
         // part of each cached object.
         let es_stream = changed_objects(
             reflector::reflector(
-                es_writer,
+                self.es_writer,
                 watcher(es_api, watcher::Config::default()).modify(|es: &mut ExternalSecret| {
                     es.metadata.managed_fields = None;
                 }),
@@ -625,6 +656,19 @@ impl Runtime {
                     if let Ok(watcher::Event::Apply(es) | watcher::Event::InitApply(es)) = ev {
                         index.insert(es, &index_cache);
                         ctx.status_delivered(es);
+                    }
+                }
+            })
+            .then({
+                let feed = self.es_feed;
+                move |ev| {
+                    let feed = feed.clone();
+                    async move {
+                        if let (Some(feed), Ok(e)) = (feed, &ev) {
+                            // An error: the ClusterExternalSecret controller stopped.
+                            let _ = feed.send(trigger_event(e)).await;
+                        }
+                        ev
                     }
                 }
             }),

@@ -26,6 +26,7 @@ use crate::common::fanout::{
     self, FanOut, FanOutContext, ParentsOf, Reconciled, delete_child, is_status,
     patch_fanout_status, refresh_action,
 };
+use crate::common::observe::cache_ready;
 
 pub use crate::common::fanout::Error;
 
@@ -133,8 +134,8 @@ async fn apply(ctx: &CesContext, fin: &str, step: &ApplyStep) -> Result<(), kube
 pub async fn execute(ces: &ClusterExternalSecret, ctx: &CesContext) -> Result<Reconciled, Error> {
     let name = ces.name_any();
     let uid = ces.uid().unwrap_or_default();
-    let _ = ctx.namespaces.wait_until_ready().await;
-    let _ = ctx.children.wait_until_ready().await;
+    let _ = cache_ready(&ctx.namespaces).await;
+    let _ = cache_ready(&ctx.children).await;
     let fin = namespace_finalizer(&name);
     let generation = ces.meta().generation.unwrap_or_default();
     let views: Vec<_> = ctx

@@ -24,6 +24,7 @@ use crate::common::fanout::{
     self, FanOut, FanOutContext, ParentsOf, Reconciled, delete_child, is_status,
     patch_fanout_status, refresh_action,
 };
+use crate::common::observe::cache_ready;
 
 pub use crate::common::fanout::Error;
 
@@ -147,8 +148,8 @@ pub async fn execute(cps: &ClusterPushSecret, ctx: &CpsContext) -> Result<Reconc
     let uid = cps.uid().unwrap_or_default();
     let generation = cps.meta().generation.unwrap_or_default();
     if cps.meta().deletion_timestamp.is_none() {
-        let _ = ctx.namespaces.wait_until_ready().await;
-        let _ = ctx.children.wait_until_ready().await;
+        let _ = cache_ready(&ctx.namespaces).await;
+        let _ = cache_ready(&ctx.children).await;
     }
     let views: Vec<_> = ctx.namespaces.state().iter().map(|n| ns_view(n)).collect();
     let checked = ctx.applied.checked(&uid, generation);

@@ -400,6 +400,39 @@ fn slim<F: FanOut>(child: &mut F::Child) {
     }
 }
 
+/// The children cache of a fan-out controller when the children's own controller keeps it (the
+/// ClusterExternalSecret controller reads the ExternalSecret controller's cache, rather than a
+/// second watch and a second copy of every ExternalSecret): that cache, and the events of its
+/// watch as [`trigger_event`] copies them, for the fan-out's triggers.
+pub struct SharedChildren<C: Watched> {
+    /// The children cache.
+    pub store: Store<C>,
+    /// The watch's events, in order.
+    pub events: tokio::sync::mpsc::Receiver<watcher::Event<C>>,
+}
+
+/// A child's watch event as the fan-out's triggers read it: the child's metadata only (which
+/// parents it concerns and whether that changed; the plan reads children from the cache).
+pub fn trigger_event<C>(ev: &watcher::Event<C>) -> watcher::Event<C>
+where
+    C: Watched + HasSpec<Spec: Default> + HasStatus,
+{
+    let meta_only = |c: &C| {
+        let mut c = c.clone();
+        *c.spec_mut() = Default::default();
+        *c.status_mut() = None;
+        c.meta_mut().managed_fields = None;
+        c
+    };
+    match ev {
+        watcher::Event::Apply(c) => watcher::Event::Apply(meta_only(c)),
+        watcher::Event::InitApply(c) => watcher::Event::InitApply(meta_only(c)),
+        watcher::Event::Delete(c) => watcher::Event::Delete(meta_only(c)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
 /// Reconciler state of a fan-out kind.
 pub struct FanOutContext<F: FanOut> {
     /// Kubernetes client.
@@ -508,23 +541,51 @@ pub fn error_policy<F: FanOut>(
     Action::requeue(delay)
 }
 
-/// Runs a fan-out controller until `shutdown` resolves. `namespaces` is a subscription to the
-/// shared [`NamespaceFeed`](crate::common::namespaces::NamespaceFeed) (whose cache is read through
-/// the handle).
+/// Where a fan-out controller takes its namespaces and children from.
+pub struct Sources<C: Watched> {
+    /// A subscription to the shared [`NamespaceFeed`](crate::common::namespaces::NamespaceFeed)
+    /// (whose cache is read through the handle).
+    pub namespaces: ReflectHandle<Namespace>,
+    /// The children's cache kept by their own controller; `None`: the fan-out controller watches
+    /// them itself (cluster-wide, [`slim`] copies).
+    pub children: Option<SharedChildren<C>>,
+}
+
+/// Runs a fan-out controller until `shutdown` resolves.
 pub async fn run<F: FanOut>(
     client: Client,
     concurrency: u16,
     metrics: RuntimeMetrics,
     observe: Option<Observe>,
-    namespaces: ReflectHandle<Namespace>,
+    sources: Sources<F::Child>,
     kind: F,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
+    let Sources {
+        namespaces,
+        children,
+    } = sources;
     let ns_reader = namespaces.reader();
-    let (child_reader, child_writer) = reflector::store();
     let (parent_reader, parent_writer) = reflector::store();
-    let child_api: Api<F::Child> = Api::all(client.clone());
     let parent_api: Api<F::Parent> = Api::all(client.clone());
+    let (child_reader, child_events) = match children {
+        Some(shared) => {
+            let events = futures::stream::unfold(shared.events, |mut rx| async move {
+                rx.recv().await.map(|ev| (Ok(ev), rx))
+            });
+            (shared.store, events.boxed())
+        }
+        None => {
+            let (reader, writer) = reflector::store();
+            let api: Api<F::Child> = Api::all(client.clone());
+            let events = reflector::reflector(
+                writer,
+                watcher(api, watcher::Config::default()).modify(slim::<F>),
+            )
+            .default_backoff();
+            (reader, events.boxed())
+        }
+    };
 
     let ctx = Arc::new(FanOutContext::new(
         client.clone(),
@@ -535,15 +596,7 @@ pub async fn run<F: FanOut>(
         observe,
     ));
     let ns_stream = namespace_changes(namespaces);
-    let child_stream = changed_objects(
-        reflector::reflector(
-            child_writer,
-            watcher(child_api, watcher::Config::default()).modify(slim::<F>),
-        )
-        .default_backoff(),
-        meta_hash::<F::Child>,
-        Deletions::Pass,
-    );
+    let child_stream = changed_objects(child_events, meta_hash::<F::Child>, Deletions::Pass);
     let parent_stream = changed_objects(
         observe_deletions(
             reflector::reflector(

@@ -164,6 +164,28 @@ where
     })
 }
 
+/// How often [`cache_ready`] looks again.
+const READY_RECHECK: Duration = Duration::from_millis(100);
+
+/// Waits until `store` has been listed once, as [`Store::wait_until_ready`], for any number of
+/// tasks waiting at once. kube's readiness signal keeps the waker of the last task that polled
+/// it only: of two tasks waiting before the list completes (a controller's runner and a reconcile
+/// of another controller reading the same cache, say), the other is never woken. Each waiter here
+/// looks again every 100 ms until the store is ready.
+pub(crate) async fn cache_ready<K>(
+    store: &kube::runtime::reflector::Store<K>,
+) -> Result<(), kube::runtime::reflector::store::WriterDropped>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    loop {
+        if let Ok(ready) = tokio::time::timeout(READY_RECHECK, store.wait_until_ready()).await {
+            return ready;
+        }
+    }
+}
+
 /// Calls the hook with [`Observation::Deleted`] for each deletion in a watch stream.
 pub(crate) fn observe_deletions<K, S>(
     stream: S,
@@ -186,6 +208,29 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every task waiting for a store is released when its first list completes, however many
+    /// wait at once (kube's own wait wakes only the last to poll).
+    #[tokio::test]
+    async fn every_waiter_sees_the_store_ready() {
+        let (reader, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let r = reader.clone();
+                tokio::spawn(async move { cache_ready(&r).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        writer.apply_watcher_event(&Event::Init);
+        writer.apply_watcher_event(&Event::InitDone);
+        for w in waiters {
+            tokio::time::timeout(Duration::from_secs(5), w)
+                .await
+                .expect("released")
+                .unwrap()
+                .unwrap();
+        }
+    }
     use futures::StreamExt;
     use k8s_openapi::api::core::v1::ConfigMap;
     use watcher::Event;

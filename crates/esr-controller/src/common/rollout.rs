@@ -33,6 +33,8 @@ use serde::de::DeserializeOwned;
 use sha3::{Digest, Sha3_224};
 use tracing::{debug, info, warn};
 
+use crate::common::observe::cache_ready;
+
 /// The opt-in annotation on a workload.
 pub const RELOAD_ANNOTATION: &str = "esr.external-secrets.io/reload";
 /// Prefix of the pod template annotation carrying a Secret's data hash.
@@ -263,9 +265,9 @@ impl WorkloadCache {
     pub async fn wait_ready(&self, timeout: Duration) -> bool {
         let all = async {
             let (a, b, c) = tokio::join!(
-                self.deployments.wait_until_ready(),
-                self.statefulsets.wait_until_ready(),
-                self.daemonsets.wait_until_ready()
+                cache_ready(&self.deployments),
+                cache_ready(&self.statefulsets),
+                cache_ready(&self.daemonsets)
             );
             a.is_ok() && b.is_ok() && c.is_ok()
         };

@@ -30,6 +30,7 @@ use super::plan::{
     store_outcome,
 };
 use crate::common::events::{EventSink, Reporter};
+use crate::common::observe::cache_ready;
 use crate::externalsecret::plan::EventRec;
 use crate::externalsecret::reconcile::Context;
 use crate::metrics::controller::watched;
@@ -237,7 +238,7 @@ async fn manage_store_finalizer<K: StoreObject>(
 ) -> Result<(), Error> {
     // Never decide on an incomplete cache (that could drop a needed finalizer); if PushSecrets
     // cannot be listed (e.g. the CRD is not installed) the store is still validated.
-    match tokio::time::timeout(PS_CACHE_WAIT, push_secrets.wait_until_ready()).await {
+    match tokio::time::timeout(PS_CACHE_WAIT, cache_ready(push_secrets)).await {
         Ok(res) => res?,
         Err(_) => {
             warn!(store = %store.name_any(), "PushSecret cache not ready; store finalizer left unchanged");

@@ -390,7 +390,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     );
     let generators =
         crate::generators::registry_with_recorder(lease_client.clone(), generator_recorder);
-    let runtime = Runtime::new(
+    let mut runtime = Runtime::new(
         Clients {
             api: client,
             events: event_client,
@@ -463,6 +463,11 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .rollouts
         .start(&lease_client, rollout_scope.as_deref());
     let runtime_metrics = runtime.ctx.metrics.runtime.clone();
+    // The ClusterExternalSecret controller reads the ExternalSecret controller's cache.
+    let shared_es = enabled
+        .cluster_external_secrets
+        .then(|| runtime.share_external_secrets())
+        .flatten();
     let ctrl = tokio::spawn(runtime.run(shutdown));
     // One Namespace watch shared by the ClusterExternalSecret and ClusterPushSecret controllers.
     let ns_feed = esr_controller::common::namespaces::NamespaceFeed::new();
@@ -477,7 +482,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
                 args.concurrent.max(1),
                 runtime_metrics.clone(),
                 Some(ces_observe),
-                namespaces,
+                fanout::Sources {
+                    namespaces,
+                    children: shared_es,
+                },
                 Ces,
                 async move { stopped(rx).await },
             ))
@@ -493,7 +501,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
                 args.concurrent.max(1),
                 runtime_metrics.clone(),
                 Some(cps_observe),
-                namespaces,
+                fanout::Sources {
+                    namespaces,
+                    children: None,
+                },
                 Cps::new(lease_client.clone(), instance),
                 async move { stopped(rx).await },
             ))
