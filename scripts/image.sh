@@ -37,14 +37,8 @@ while [ $# -gt 0 ]; do
 done
 cd "$root"
 
-apt_install() { # packages...
-  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-    return 1
-  fi
-  echo "==> apt-get install $*"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
-}
+# shellcheck source=scripts/lib-build.sh
+. "$root/scripts/lib-build.sh"
 
 if ! command -v buildah >/dev/null; then
   apt_install buildah || true
@@ -76,13 +70,8 @@ created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 
 if [ -z "$binary" ]; then
   auditable_version=$(sed -n 's/^CARGO_AUDITABLE_VERSION := //p' "$root/Makefile")
-  musl="$(uname -m)-unknown-linux-musl"
-  target=""
-  if command -v rustup >/dev/null &&
-    { rustup target list --installed | grep -qx "$musl" || timeout 300 rustup target add "$musl"; } &&
-    { command -v musl-gcc >/dev/null || apt_install musl-tools; }; then
-    target=$musl
-  else
+  target=$(musl_target)
+  if [ -z "$target" ]; then
     echo "==> the musl target is not available: building for the host's glibc target"
   fi
   # cargo auditable embeds the dependency tree in the binary (docs/supply-chain.md).
