@@ -442,7 +442,9 @@ impl NameIndex {
 }
 
 /// ExternalSecrets by the Secret they write (namespace, name), fed from the ExternalSecret watch,
-/// so a Secret event finds its ExternalSecrets without scanning them all.
+/// so a Secret event finds its ExternalSecrets without scanning them all. An ExternalSecret that
+/// writes the Secret of its own name (no `target.name`, the usual case) is not recorded: the cache
+/// answers for it directly.
 #[derive(Clone, Default)]
 pub struct TargetIndex(NameIndex);
 
@@ -451,7 +453,11 @@ impl TargetIndex {
     pub fn insert(&self, es: &ExternalSecret, store: &Store<ExternalSecret>) {
         if let (Some(ns), Some(name)) = (es.metadata.namespace.as_ref(), es.metadata.name.as_ref())
         {
-            self.0.insert(ns, target_of(es), name, |ns, n| {
+            let target = target_of(es);
+            if target == name {
+                return;
+            }
+            self.0.insert(ns, target, name, |ns, n| {
                 store
                     .get(&ObjectRef::new(n).within(ns))
                     .map(|es| slot(ns, target_of(&es)))
@@ -466,14 +472,24 @@ impl TargetIndex {
         namespace: &str,
         secret: &str,
     ) -> Vec<ObjectRef<ExternalSecret>> {
-        self.0
-            .lookup(namespace, secret, |n| {
-                let r = ObjectRef::new(n).within(namespace);
-                store.get(&r).is_some_and(|es| target_of(&es) == secret)
-            })
+        let writes = |n: &str| {
+            let r = ObjectRef::new(n).within(namespace);
+            store.get(&r).is_some_and(|es| target_of(&es) == secret)
+        };
+        let mut names = self.0.lookup(namespace, secret, writes);
+        if writes(secret) && !names.iter().any(|n| n == secret) {
+            names.push(secret.to_string());
+        }
+        names
             .into_iter()
             .map(|n| ObjectRef::new(&n).within(namespace))
             .collect()
+    }
+
+    /// How many target keys are recorded.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -882,6 +898,8 @@ mod tests {
             vec!["other".to_string()]
         );
         assert!(es_for_secret(&store, "c", "db").is_empty());
+        // Only the ExternalSecret writing another name than its own is recorded.
+        assert_eq!(index.len(), 1);
         // Retargeted or deleted ExternalSecrets are no longer found under their old Secret.
         let moved = cache(vec![es(
             "a",
@@ -894,6 +912,14 @@ mod tests {
             names(index.es_for_secret(&moved, "a", "db")),
             vec!["other".to_string()]
         );
+        // Two writers of one Secret: the one of that name and another one.
+        let both = cache(vec![
+            es("a", "db", serde_json::json!({})),
+            es("a", "other", serde_json::json!({"target": {"name": "db"}})),
+        ]);
+        let mut found = names(index.es_for_secret(&both, "a", "db"));
+        found.sort();
+        assert_eq!(found, vec!["db".to_string(), "other".to_string()]);
     }
 
     #[test]
