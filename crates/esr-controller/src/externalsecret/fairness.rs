@@ -38,8 +38,9 @@ pub struct FirstSyncs {
     /// Hashes of the uids reconciled (a collision at worst leaves one ExternalSecret out of the
     /// backlog count, a heuristic).
     attempted: Mutex<HashSet<u64>>,
-    /// When each ExternalSecret put back now was first put back (removed when it runs).
-    deferred: Mutex<HashMap<String, Instant>>,
+    /// When each ExternalSecret put back now was first put back (removed when it runs), by the
+    /// hash of its uid (two that collide share a time: one is put back less long, a heuristic).
+    deferred: Mutex<HashMap<u64, Instant>>,
     backlog: Mutex<Option<(Instant, usize)>>,
 }
 
@@ -99,14 +100,14 @@ impl FirstSyncs {
         {
             let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             if make_way {
-                let since = *deferred.entry(uid.clone()).or_insert(now);
+                let since = *deferred.entry(uid_key(&uid)).or_insert(now);
                 if now.saturating_duration_since(since) < DEFER_LIMIT {
                     return Some(Duration::from_millis(rand::random_range(
                         DEFER_MIN_MS..=DEFER_MAX_MS,
                     )));
                 }
             }
-            deferred.remove(&uid);
+            deferred.remove(&uid_key(&uid));
         }
         let new = self
             .attempted
@@ -146,11 +147,11 @@ impl FirstSyncs {
             // Forget the put-back times of ExternalSecrets no longer cached.
             let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             if !deferred.is_empty() {
-                let cached: HashSet<&str> = state
+                let cached: HashSet<u64> = state
                     .iter()
-                    .filter_map(|e| e.metadata.uid.as_deref())
+                    .filter_map(|e| e.metadata.uid.as_deref().map(uid_key))
                     .collect();
-                deferred.retain(|u, _| cached.contains(u.as_str()));
+                deferred.retain(|u, _| cached.contains(u));
             }
             n
         };
