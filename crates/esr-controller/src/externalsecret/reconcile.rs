@@ -345,7 +345,7 @@ impl<'a> Executor<'a> {
             .ctx
             .managed_secrets
             .get(&view.namespace, &view.target_name);
-        let cached_version = cached.as_ref().map(|m| Some(&*m.resource_version));
+        let cached_version = cached.as_ref().map(|m| &*m.resource_version);
         match (
             target::source(cached_version, known.as_ref()),
             cached,

@@ -61,10 +61,10 @@ pub(crate) enum Source {
 
 /// [`Source`] from the cache's resourceVersion of the target (`None`: not cached) and what is
 /// remembered of it.
-pub(crate) fn source(cached: Option<Option<&str>>, known: Option<&VerifiedTarget>) -> Source {
+pub(crate) fn source(cached: Option<&str>, known: Option<&VerifiedTarget>) -> Source {
     match (cached, known) {
         (None, None) => Source::Absent,
-        (Some(rv), Some(k)) if rv == Some(k.resource_version.as_str()) => Source::Verified,
+        (Some(rv), Some(k)) if rv == k.resource_version => Source::Verified,
         (None, Some(k)) if !k.resource_version.is_empty() && !k.waited => Source::Lagging,
         _ => Source::Read,
     }
@@ -237,22 +237,16 @@ mod tests {
         };
         assert_eq!(source(None, None), Source::Absent);
         assert_eq!(
-            source(Some(Some("5")), Some(&known("5", false))),
+            source(Some("5"), Some(&known("5", false))),
             Source::Verified
         );
-        assert_eq!(
-            source(Some(Some("5")), Some(&known("5", true))),
-            Source::Verified
-        );
+        assert_eq!(source(Some("5"), Some(&known("5", true))), Source::Verified);
         // Written at 5, the cache does not show it yet: wait, once.
         assert_eq!(source(None, Some(&known("5", false))), Source::Lagging);
         assert_eq!(source(None, Some(&known("5", true))), Source::Read);
         // A failed write (no resourceVersion), another version, or a Secret never seen: read.
         assert_eq!(source(None, Some(&known("", false))), Source::Read);
-        assert_eq!(
-            source(Some(Some("6")), Some(&known("5", false))),
-            Source::Read
-        );
-        assert_eq!(source(Some(Some("6")), None), Source::Read);
+        assert_eq!(source(Some("6"), Some(&known("5", false))), Source::Read);
+        assert_eq!(source(Some("6"), None), Source::Read);
     }
 }
