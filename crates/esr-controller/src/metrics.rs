@@ -24,6 +24,7 @@
 //! the `process_*` metrics ([`process`]).
 
 pub mod controller;
+pub mod externalsecret;
 pub mod process;
 pub mod rest;
 
@@ -33,7 +34,6 @@ use std::sync::{Arc, Mutex};
 
 use esr_provider::{CallRecorder, CallStatus};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
-use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
@@ -183,14 +183,11 @@ pub(crate) type FloatGauge = Gauge<f64, AtomicU64>;
 pub struct Metrics {
     registry: Arc<Registry>,
     labels: Arc<Mutex<Interner>>,
-    /// `externalsecret_sync_calls_total`.
-    pub sync_calls: Family<ResourceLabels, Counter>,
+    /// `externalsecret_sync_calls_total`, `externalsecret_status_condition` and
+    /// `externalsecret_reconcile_duration` (nanoseconds), one entry per ExternalSecret.
+    pub es: Arc<externalsecret::ExternalSecretSeries>,
     /// `externalsecret_sync_calls_error` (with a `reason` label).
     pub sync_calls_error: Family<ErrorLabels, PlainCounter>,
-    /// `externalsecret_status_condition`.
-    pub es_condition: Family<ConditionLabels, FloatGauge>,
-    /// `externalsecret_reconcile_duration` (nanoseconds).
-    pub es_duration: Family<ResourceLabels, FloatGauge>,
     /// `externalsecret_provider_api_calls_count`.
     pub provider_calls: Family<CallLabels, PlainCounter>,
     /// `secretstore_status_condition`.
@@ -252,10 +249,8 @@ impl Metrics {
         let m = Metrics {
             registry: Arc::new(Registry::default()),
             labels: Arc::default(),
-            sync_calls: Family::default(),
+            es: Arc::default(),
             sync_calls_error: Family::default(),
-            es_condition: Family::default(),
-            es_duration: Family::default(),
             provider_calls: Family::default(),
             ss_condition: Family::default(),
             ss_duration: Family::default(),
@@ -270,25 +265,11 @@ impl Metrics {
             runtime,
             rest_requests,
         };
-        registry.register(
-            "externalsecret_sync_calls",
-            "Total number of the External Secret sync calls",
-            m.sync_calls.clone(),
-        );
+        registry.register_collector(Box::new(m.es.clone()));
         registry.register(
             "externalsecret_sync_calls_error",
             "Total number of the External Secret sync errors",
             m.sync_calls_error.clone(),
-        );
-        registry.register(
-            "externalsecret_status_condition",
-            "The status condition of a specific External Secret",
-            m.es_condition.clone(),
-        );
-        registry.register(
-            "externalsecret_reconcile_duration",
-            "The duration time to reconcile the External Secret",
-            m.es_duration.clone(),
         );
         registry.register(
             "externalsecret_provider_api_calls_count",
@@ -438,14 +419,10 @@ impl Metrics {
     /// Removes every series of a deleted resource.
     pub fn forget(&self, name: &str, namespace: &str) {
         let r = self.resource(name, namespace);
-        self.sync_calls.remove(&r);
         for reason in SYNC_ERROR_REASONS {
             self.sync_calls_error.remove(&r.error(reason));
         }
-        self.es_duration.remove(&r);
-        for s in ["True", "False"] {
-            self.es_condition.remove(&r.condition("Ready", s));
-        }
+        self.es.forget(name, namespace);
     }
 }
 
@@ -473,7 +450,7 @@ mod tests {
         assert!(Arc::ptr_eq(&a.name, &b.name) && Arc::ptr_eq(&a.namespace, &b.namespace));
         let other = m.resource("cache", "app");
         assert!(Arc::ptr_eq(&a.namespace, &other.namespace));
-        Metrics::set_condition(&m.es_condition, &a, "Ready", "True");
+        Metrics::set_condition(&m.ps_condition, &a, "Ready", "True");
         drop((a, b, other));
         // Strings no series holds go at a sweep; the series' strings stay.
         for i in 0..5000 {
@@ -488,13 +465,16 @@ mod tests {
     #[test]
     fn names_match_eso() {
         let m = Metrics::new();
-        let r = m.resource("db", "app");
-        m.sync_calls.get_or_create(&r).inc();
+        m.es.sync_call("db", "app");
         m.sync_error("db", "app", "throttled");
-        m.es_duration.get_or_create(&r).set(1500.0);
-        Metrics::set_condition(&m.es_condition, &r, "Ready", "True");
+        m.es.reconciled("db", "app", std::time::Duration::from_nanos(1500));
+        m.es.ready("db", "app", "True");
         m.record("Kubernetes", "GetSecret", CallStatus::Success);
         let text = m.encode();
+        assert!(
+            text.contains("# HELP externalsecret_sync_calls Total number of the External Secret sync calls.\n# TYPE externalsecret_sync_calls counter\n"),
+            "{text}"
+        );
         assert!(
             text.contains("externalsecret_sync_calls_total{name=\"db\",namespace=\"app\"} 1"),
             "{text}"

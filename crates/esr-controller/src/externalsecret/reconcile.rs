@@ -25,7 +25,6 @@ use crate::externalsecret::plan::{
 };
 use crate::externalsecret::target::{self, Source, Target, VerifiedTarget};
 use crate::externalsecret::template::load_sources;
-use crate::metrics::Metrics;
 pub use crate::runtime::{Context, Error};
 
 /// The key of a target Secret (namespace, name) in `Context::verified`.
@@ -206,13 +205,9 @@ pub async fn reconcile_es(es: Arc<ExternalSecret>, ctx: Arc<Context>) -> Result<
     let started = Instant::now();
     let name = es.name_any();
     let ns = es.namespace().unwrap_or_default();
-    let labels = ctx.metrics.resource(&name, &ns);
-    ctx.metrics.sync_calls.get_or_create(&labels).inc();
+    ctx.metrics.es.sync_call(&name, &ns);
     let result = reconcile_es_inner(&es, &ctx).await;
-    ctx.metrics
-        .es_duration
-        .get_or_create(&labels)
-        .set(started.elapsed().as_nanos() as f64);
+    ctx.metrics.es.reconciled(&name, &ns, started.elapsed());
     match &result {
         Ok(_) => ctx.failures.reset(&(ns, name)),
         Err(e) => ctx.metrics.sync_error(&name, &ns, e.metric_label()),
@@ -519,9 +514,7 @@ impl<'a> Executor<'a> {
             }
             Step::Status(st) => write_status(ctx, self.es, st).await,
             Step::ReadyMetric(status) => {
-                let m = &ctx.metrics.es_condition;
-                let r = ctx.metrics.resource(&view.name, &view.namespace);
-                Metrics::set_condition(m, &r, "Ready", status);
+                ctx.metrics.es.ready(&view.name, &view.namespace, status);
                 Ok(())
             }
         }
