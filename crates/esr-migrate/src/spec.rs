@@ -479,7 +479,7 @@ fn build(
             Item::Data(mut d, req) => {
                 let i = index_of(&req);
                 if i != 0 {
-                    d.source_ref = Some(store_source_ref(i));
+                    d.source_ref = Some(Box::new(store_source_ref(i)));
                 }
                 es_data.push(d);
             }
@@ -521,7 +521,7 @@ fn build(
                     Takeover::Owner => CreationPolicy::Owner,
                     Takeover::Merge => CreationPolicy::Merge,
                 }),
-                template,
+                template: template.map(Box::new),
                 immutable,
                 ..ExternalSecretTarget::default()
             }),

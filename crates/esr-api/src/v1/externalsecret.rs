@@ -179,12 +179,14 @@ pub struct ExternalSecretTarget {
     #[schemars(extend("default" = "Retain"))]
     pub deletion_policy: Option<DeletionPolicy>,
     /// Template used to build the target from the fetched data.
+    // Boxed, as `manifest` below: most ExternalSecrets have neither, and every cached
+    // ExternalSecret would otherwise carry their room inline (about 210 bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<ExternalSecretTemplate>,
+    pub template: Option<Box<ExternalSecretTemplate>>,
     /// Write a non-Secret object (for example a ConfigMap) instead of a Secret. Needs the controller
     /// flag that allows generic targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifest: Option<ManifestReference>,
+    pub manifest: Option<Box<ManifestReference>>,
     /// Mark the Secret immutable; its data is then never changed after creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub immutable: Option<bool>,
@@ -392,8 +394,9 @@ pub struct ExternalSecretData {
     /// The remote value to read.
     pub remote_ref: ExternalSecretDataRemoteRef,
     /// Store to read from instead of `spec.secretStoreRef`.
+    // Boxed: rarely set, and its room would otherwise be in every cached entry of `spec.data`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_ref: Option<SourceRef>,
+    pub source_ref: Option<Box<SourceRef>>,
 }
 
 /// A remote value: a key, optionally a version and a property inside it.

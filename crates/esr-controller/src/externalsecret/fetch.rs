@@ -141,7 +141,7 @@ pub fn referenced_stores(es: &ExternalSecret) -> Vec<StoreRef> {
             .and_then(|s| s.store_ref.as_ref())
             .is_some()
         {
-            out.push(store_ref_of(default, d.source_ref.as_ref()));
+            out.push(store_ref_of(default, d.source_ref.as_deref()));
         }
     }
     for d in es.spec.data_from.iter().flatten() {
@@ -356,7 +356,7 @@ pub async fn fetch(env: &FetchEnv<'_>, es: &ExternalSecret) -> Fetched {
         Vec::with_capacity(entries.len());
     let mut batches: BTreeMap<String, (Arc<dyn SecretsClient>, Vec<SecretRef>)> = BTreeMap::new();
     for d in &entries {
-        let sref = store_ref_of(default, d.source_ref.as_ref());
+        let sref = store_ref_of(default, d.source_ref.as_deref());
         match clients.get(&sref).await {
             Err(e) => per_entry.push(Err(e)),
             Ok((id, client)) => {
