@@ -280,6 +280,8 @@ pub struct Context {
     /// The last status this controller wrote per ExternalSecret uid, until the watch cache shows
     /// it (see [`effective_status`](crate::externalsecret::reconcile::effective_status)).
     pub(crate) written: Mutex<HashMap<String, EsStatus>>,
+    /// The finalizer patches whose object the watch has not delivered yet.
+    pub(crate) finalized: crate::externalsecret::reconcile::AddedFinalizers,
     /// What this controller knows of each target Secret (namespace, name) it wrote or read with
     /// data matching the data-hash annotation, so an unchanged Secret is not read again
     /// (forgotten with its ExternalSecret). Keyed by a hash of (namespace, name): two Secrets
@@ -595,6 +597,7 @@ impl Runtime {
             failures: Default::default(),
             managed_secrets: ManagedSecrets::default(),
             written: Mutex::new(HashMap::new()),
+            finalized: Default::default(),
             verified: Mutex::new(HashMap::new()),
         });
         let (es_reader, es_writer) = reflector::store();
@@ -671,7 +674,7 @@ impl Runtime {
                 move |ev| {
                     if let Ok(watcher::Event::Apply(es) | watcher::Event::InitApply(es)) = ev {
                         index.insert(es, &index_cache);
-                        ctx.status_delivered(es);
+                        ctx.delivered(es);
                     }
                 }
             })

@@ -1,7 +1,8 @@
 //! The thin IO around the pure core: the ExternalSecret reconciler (kube-runtime `Controller`),
 //! its watches, and the Kubernetes writes.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -32,6 +33,44 @@ fn target_key(key: &(String, String)) -> u64 {
     crate::common::observe::digest(key)
 }
 
+/// The ExternalSecrets (by uid) this controller added its finalizer to, with the
+/// resourceVersion of the object it patched, until the watch cache holds another version of
+/// them: a reconcile of that very version (queued while the first one ran, e.g. by the Secret's
+/// create event) knows the finalizer is there and does not patch it again. Only the patches in
+/// flight are kept.
+#[derive(Debug, Default)]
+pub struct AddedFinalizers(Mutex<HashMap<String, String>>);
+
+impl AddedFinalizers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The finalizer was added to version `rv` of the object `uid`.
+    pub fn added(&self, uid: Option<String>, rv: Option<String>) {
+        if let (Some(uid), Some(rv)) = (uid, rv) {
+            self.lock().insert(uid, rv);
+        }
+    }
+
+    /// Whether the finalizer was added to version `rv` of `uid`.
+    pub fn is_added(&self, uid: Option<&str>, rv: Option<&str>) -> bool {
+        let (Some(uid), Some(rv)) = (uid, rv) else {
+            return false;
+        };
+        self.lock().get(uid).is_some_and(|added| added == rv)
+    }
+
+    /// The watch delivered version `rv` of `uid`: another version than the one patched is
+    /// the patched object or a later one, and settles the question.
+    pub fn delivered(&self, uid: &str, rv: Option<&str>) {
+        let mut f = self.lock();
+        if f.get(uid).is_some_and(|added| Some(added.as_str()) != rv) {
+            f.remove(uid);
+        }
+    }
+}
+
 /// The ExternalSecret controller's use of the shared [`Context`].
 impl Context {
     fn remember_status(&self, es: &ExternalSecret, st: &EsStatus) {
@@ -41,10 +80,11 @@ impl Context {
         }
     }
 
-    /// Forgets the status written for `es` once the watch cache shows it (or a newer one), so
-    /// the map holds the statuses in flight, not one per ExternalSecret until its next
-    /// reconcile. Called for every ExternalSecret the watch delivers.
-    pub(crate) fn status_delivered(&self, es: &ExternalSecret) {
+    /// Forgets the status written for `es` once the watch cache shows it (or a newer one), and
+    /// the finalizer added to it once the cache holds another version of it, so both maps hold
+    /// the writes in flight, not one entry per ExternalSecret until its next reconcile. Called
+    /// for every ExternalSecret the watch delivers.
+    pub(crate) fn delivered(&self, es: &ExternalSecret) {
         let Some(uid) = es.metadata.uid.as_deref() else {
             return;
         };
@@ -52,6 +92,9 @@ impl Context {
         if w.get(uid).is_some_and(|written| shows(es, written)) {
             w.remove(uid);
         }
+        drop(w);
+        self.finalized
+            .delivered(uid, es.metadata.resource_version.as_deref());
     }
 
     /// The status to plan with for `es` (see [`effective_status`]); forgets the written status
@@ -304,6 +347,9 @@ impl<'a> Executor<'a> {
         let ns = es.namespace().unwrap_or_default();
         let mut view = es_view(es, es.status.as_ref().and_then(|s| s.observed_generation));
         view.status = ctx.status_for(es, std::mem::take(&mut view.status));
+        view.has_finalizer |= ctx
+            .finalized
+            .is_added(es.uid().as_deref(), es.resource_version().as_deref());
         Executor {
             es,
             ctx,
@@ -437,7 +483,10 @@ impl<'a> Executor<'a> {
                 let mut f = self.es.finalizers().to_vec();
                 f.push(plan::FINALIZER.to_string());
                 let patch = serde_json::json!({"metadata": {"finalizers": f}});
-                self.patch(&patch).await
+                self.patch(&patch).await?;
+                ctx.finalized
+                    .added(self.es.uid(), self.es.resource_version());
+                Ok(())
             }
             Step::RemoveFinalizer => {
                 let remaining: Vec<&String> = self
@@ -585,6 +634,33 @@ pub fn error_delay(err: &Error, backoff: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_added_finalizer_is_known_until_the_watch_delivers_another_version() {
+        let f = AddedFinalizers::default();
+        assert!(!f.is_added(Some("u1"), Some("10")));
+        f.added(Some("u1".into()), Some("10".into()));
+        assert!(
+            f.is_added(Some("u1"), Some("10")),
+            "the version that was patched"
+        );
+        assert!(
+            !f.is_added(Some("u1"), Some("11")),
+            "any other version answers for itself"
+        );
+        assert!(!f.is_added(Some("u2"), Some("10")));
+        f.delivered("u1", Some("10"));
+        assert!(
+            f.is_added(Some("u1"), Some("10")),
+            "a late copy of the patched version"
+        );
+        f.delivered("u1", Some("11"));
+        assert!(
+            !f.is_added(Some("u1"), Some("10")),
+            "forgotten once the cache moved on"
+        );
+        assert!(f.lock().is_empty());
+    }
 
     #[test]
     fn throttling_drives_the_requeue() {
