@@ -233,7 +233,9 @@ impl StoreInfo {
                 "no store type or wrong store type: missing spec.provider.{key}"
             ))
         })?;
-        serde_json::from_value(raw.clone())
+        // Read in place: a clone of the JSON first would copy the whole provider block (a fake
+        // store's data can hold thousands of entries) on every client built.
+        T::deserialize(raw)
             .map_err(|e| ProviderError::invalid(format!("invalid spec.provider.{key}: {e}")))
     }
 
