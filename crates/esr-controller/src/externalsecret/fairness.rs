@@ -18,7 +18,6 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use esr_api::v1::ExternalSecret;
-use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 
 /// How often the backlog of never-reconciled ExternalSecrets is counted.
@@ -95,25 +94,25 @@ impl FirstSyncs {
 
     /// [`FirstSyncs::defer`] at `now`.
     fn defer_at(&self, es: &ExternalSecret, now: Instant) -> Option<Duration> {
-        let uid = es.uid()?;
+        let uid = uid_key(es.metadata.uid.as_deref()?);
         let make_way = is_served(es) && self.waiting() > 0;
         {
             let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             if make_way {
-                let since = *deferred.entry(uid_key(&uid)).or_insert(now);
+                let since = *deferred.entry(uid).or_insert(now);
                 if now.saturating_duration_since(since) < DEFER_LIMIT {
                     return Some(Duration::from_millis(rand::random_range(
                         DEFER_MIN_MS..=DEFER_MAX_MS,
                     )));
                 }
             }
-            deferred.remove(&uid_key(&uid));
+            deferred.remove(&uid);
         }
         let new = self
             .attempted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(uid_key(&uid));
+            .insert(uid);
         if new && !is_served(es) {
             // One fewer waiting (until the next count; served ones were not counted).
             let mut b = self.backlog.lock().unwrap_or_else(|p| p.into_inner());
